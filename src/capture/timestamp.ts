@@ -1,0 +1,52 @@
+/**
+ * Timestamps as ClickHouse's DateTime64(6, 'UTC') reads them: `YYYY-MM-DD hh:mm:ss.ffffff`, always in UTC.
+ * Fixed width, so they also sort and compare correctly as plain strings.
+ */
+export type Timestamp = string & { readonly __brand: "Timestamp" };
+
+/** DateTime64's range; outside it ClickHouse would silently clamp. */
+const MIN_YEAR = 1900;
+const MAX_YEAR = 2299;
+
+// date, `T` (or a space, as RFC 3339 allows), hh:mm, optional :ss and fraction, optional offset (absent means UTC)
+const ISO_DATE_TIME =
+  /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?(?:([Zz])|([+-])(\d{2})(?::?(\d{2}))?)?$/;
+
+/**
+ * Parses an ISO 8601 date-time (`2024-05-01T12:00:00.123456+02:00`) into UTC with microsecond precision.
+ * Digits past the sixth are truncated. Returns undefined for anything that is not a real instant in range:
+ * other shapes, impossible dates such as February 30, or years outside 1900–2299.
+ */
+export function parseTimestamp(text: string): Timestamp | undefined {
+  const match = ISO_DATE_TIME.exec(text);
+  if (match === null) return undefined;
+  const [, year, month, day, hour, minute, second = "0", fraction = "", , sign, offsetHours = "0", offsetMinutes = "0"] = match;
+  const y = Number(year);
+  const mo = Number(month);
+  const d = Number(day);
+  const h = Number(hour);
+  const mi = Number(minute);
+  const s = Number(second);
+  const oh = Number(offsetHours);
+  const om = Number(offsetMinutes);
+  if (y < MIN_YEAR || y > MAX_YEAR || h > 23 || mi > 59 || s > 59 || oh > 23 || om > 59) return undefined;
+
+  const local = new Date(Date.UTC(y, mo - 1, d, h, mi, s));
+  if (local.getUTCMonth() !== mo - 1 || local.getUTCDate() !== d) return undefined; // rolled over: no such day
+
+  const offsetMs = (sign === "-" ? -1 : 1) * (oh * 60 + om) * 60_000;
+  const utc = new Date(local.getTime() - offsetMs);
+  if (utc.getUTCFullYear() < MIN_YEAR || utc.getUTCFullYear() > MAX_YEAR) return undefined;
+  return format(utc, fraction.slice(0, 6).padEnd(6, "0"));
+}
+
+/** The current time, for events sent without a timestamp and for ingestion times. */
+export function timestampOf(date: Date): Timestamp {
+  return format(date, String(date.getUTCMilliseconds()).padStart(3, "0").padEnd(6, "0"));
+}
+
+function format(whole: Date, micros: string): Timestamp {
+  // toISOString: YYYY-MM-DDTHH:mm:ss.sssZ for every year in range
+  const iso = whole.toISOString();
+  return `${iso.slice(0, 10)} ${iso.slice(11, 19)}.${micros}` as Timestamp;
+}

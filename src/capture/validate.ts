@@ -1,0 +1,103 @@
+import { type } from "arktype";
+import { fail } from "../errors";
+import { parseTimestamp, type Timestamp } from "./timestamp";
+
+export type Properties = Record<string, unknown>;
+
+/** SPEC §2.1. Other top-level fields (`historical_migration`, `sent_at`, …) are accepted and ignored. */
+const Payload = type({ batch: "unknown[] > 0", "api_key?": "unknown" });
+export type Payload = typeof Payload.infer;
+
+/** The fields of a batch item this service reads, each still unchecked; others are ignored (SPEC §2.2). */
+interface Item {
+  readonly event?: unknown;
+  readonly distinct_id?: unknown;
+  readonly properties?: unknown;
+  readonly timestamp?: unknown;
+  readonly uuid?: unknown;
+  readonly api_key?: unknown;
+}
+
+const EventName = type("string > 0");
+const Uuid = type("string.uuid");
+const NIL_UUID = "00000000-0000-0000-0000-000000000000";
+
+/** An event that will be ingested: it has a name and a distinct ID, and its timestamp (if any) is valid. */
+export interface AcceptedEvent {
+  readonly event: string;
+  readonly distinctId: string;
+  readonly properties: Properties;
+  readonly timestamp: Timestamp | undefined;
+  /** The client's event id, lower-cased; absent when it sent none or not a UUID. */
+  readonly uuid: string | undefined;
+}
+
+export interface AcceptedBatch {
+  readonly events: AcceptedEvent[];
+  readonly dropped: number;
+}
+
+/** The whole-request checks: a JSON object with a non-empty `batch` array (400), within the event limit (413). */
+export function parsePayload(body: unknown, maxEvents: number): Payload {
+  const payload = Payload(body);
+  if (payload instanceof type.errors) throw fail.invalidPayload();
+  if (payload.batch.length > maxEvents) throw fail.tooManyEvents(payload.batch.length, maxEvents);
+  return payload;
+}
+
+/** Batch items that are objects, with their index in the batch. Anything else is dropped. */
+export function* objectItems(batch: readonly unknown[]): Generator<[Item, number]> {
+  for (let index = 0; index < batch.length; index++) {
+    const item = batch[index];
+    if (isObject(item)) yield [item, index];
+  }
+}
+
+/**
+ * Splits the batch into events to ingest and a count of dropped ones (SPEC §4.1). An invalid timestamp on any
+ * item fails the whole request, before anything is stored.
+ */
+export function acceptEvents(batch: readonly unknown[]): AcceptedBatch {
+  const events: AcceptedEvent[] = [];
+  for (const [item, index] of objectItems(batch)) {
+    const timestamp = timestampOf(item, index);
+    const properties = isObject(item.properties) ? (item.properties as Properties) : {};
+    const distinctId = distinctIdOf(item, properties);
+    if (!EventName.allows(item.event) || distinctId === undefined) continue;
+    events.push({ event: item.event, distinctId, properties, timestamp, uuid: uuidOf(item.uuid) });
+  }
+  return { events, dropped: batch.length - events.length };
+}
+
+function timestampOf(item: Item, index: number): Timestamp | undefined {
+  if (item.timestamp === undefined || item.timestamp === null) return undefined;
+  const timestamp = typeof item.timestamp === "string" ? parseTimestamp(item.timestamp) : undefined;
+  if (timestamp === undefined) throw fail.invalidTimestamp(index);
+  return timestamp;
+}
+
+/** First usable carrier wins: `distinct_id`, then `properties.distinct_id`, then `properties.$distinct_id`. */
+function distinctIdOf(item: Item, properties: Properties): string | undefined {
+  for (const carrier of [item.distinct_id, properties["distinct_id"], properties["$distinct_id"]]) {
+    const distinctId = distinctIdFrom(carrier);
+    if (distinctId !== undefined) return distinctId;
+  }
+  return undefined;
+}
+
+/** A distinct ID as a client may send one: a non-empty string, or a number (made a string). */
+export function distinctIdFrom(value: unknown): string | undefined {
+  if (typeof value === "string") return value === "" ? undefined : value;
+  if (typeof value === "number") return String(value);
+  return undefined;
+}
+
+function uuidOf(value: unknown): string | undefined {
+  if (!Uuid.allows(value)) return undefined;
+  const uuid = value.toLowerCase();
+  return uuid === NIL_UUID ? undefined : uuid;
+}
+
+export function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}

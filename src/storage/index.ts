@@ -1,0 +1,94 @@
+import type { CapturedEvent } from "../capture/normalize";
+import type { ClickHouseConfig } from "../config";
+import { ClickHouse } from "./clickhouse";
+import { GroupCommit } from "./group-commit";
+import { DEFAULT_IDENTITY_OPTIONS, IdentityResolver, type IdentityOptions } from "./identity";
+import { createSchema, type EventRow } from "./schema";
+
+export interface StorageOptions {
+  readonly identity?: IdentityOptions;
+  /** Most events one flush writes; concurrent requests are coalesced up to this. */
+  readonly maxFlushEvents?: number;
+}
+
+const DEFAULT_MAX_FLUSH_EVENTS = 100_000;
+
+/**
+ * Owns everything in ClickHouse: the schema, identity resolution and the inserts. Writes go through one group
+ * commit, so there is a single writer per process however many requests arrive at once.
+ */
+export class Storage {
+  readonly #identity: IdentityResolver;
+  readonly #commits: GroupCommit<CapturedEvent>;
+  #closed = false;
+
+  private constructor(
+    readonly db: ClickHouse,
+    options: StorageOptions,
+  ) {
+    this.#identity = new IdentityResolver(db, options.identity ?? DEFAULT_IDENTITY_OPTIONS);
+    this.#commits = new GroupCommit((events) => this.#write(events), options.maxFlushEvents ?? DEFAULT_MAX_FLUSH_EVENTS);
+  }
+
+  /** Connects and creates the schema if it is missing. */
+  static async open(config: ClickHouseConfig, options: StorageOptions = {}): Promise<Storage> {
+    const db = ClickHouse.connect(config);
+    try {
+      await createSchema(db);
+    } catch (error) {
+      await db.close();
+      throw error;
+    }
+    return new Storage(db, options);
+  }
+
+  /** Settles once the events, their persons and distinct IDs are all in ClickHouse (or the write failed). */
+  ingest(events: readonly CapturedEvent[]): Promise<void> {
+    if (this.#closed) return Promise.reject(new Error("Storage is closed"));
+    if (events.length === 0) return Promise.resolve();
+    return this.#commits.submit(events);
+  }
+
+  /** Waits for every accepted write to finish, then disconnects. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.#commits.drain();
+    await this.db.close();
+  }
+
+  /**
+   * Persons and links go in before the events that point to them. A failure part-way leaves nothing a retry
+   * cannot finish: the retry resolves again from what ClickHouse holds and writes the same result.
+   */
+  async #write(events: readonly CapturedEvent[]): Promise<void> {
+    const resolution = await this.#identity.resolve(events);
+    try {
+      await this.db.insert("persons", resolution.persons);
+      await this.db.insert("person_distinct_ids", resolution.distinctIds);
+      await this.db.insert(
+        "events",
+        events.map((event, index) => eventRow(event, resolution.personIds[index]!)),
+      );
+    } catch (error) {
+      resolution.abandon();
+      throw error;
+    }
+    resolution.commit();
+  }
+}
+
+function eventRow(event: CapturedEvent, personId: string): EventRow {
+  return {
+    uuid: event.uuid,
+    event: event.event,
+    properties: JSON.stringify(event.properties),
+    timestamp: event.timestamp,
+    distinct_id: event.distinctId,
+    person_id: personId,
+    session_id: event.sessionId,
+    window_id: event.windowId,
+    current_url: event.currentUrl,
+    host: event.host,
+    created_at: event.receivedAt,
+  };
+}

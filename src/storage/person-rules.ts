@@ -1,0 +1,79 @@
+import type { CapturedEvent } from "../capture/normalize";
+import { distinctIdFrom, isObject, type Properties } from "../capture/validate";
+
+/**
+ * Values SDKs send when they have no real ID. Linking on one would merge unrelated people, so an `$identify` or
+ * `$create_alias` naming one links nothing (the event itself is still stored). Compared trimmed and lower-cased.
+ */
+const PLACEHOLDER_IDS = new Set([
+  "",
+  "anonymous",
+  "guest",
+  "distinctid",
+  "distinct_id",
+  "id",
+  "not_authenticated",
+  "email",
+  "undefined",
+  "null",
+  "none",
+  "nan",
+  "true",
+  "false",
+  "0",
+  "[object object]",
+]);
+
+export function isLinkable(distinctId: string): boolean {
+  return !PLACEHOLDER_IDS.has(distinctId.trim().toLowerCase());
+}
+
+/**
+ * The ID an event asks to put on its own person: `$anon_distinct_id` of an `$identify`, `alias` of a
+ * `$create_alias`. Undefined when there is none, it equals the event's distinct ID, or either is a placeholder.
+ */
+export function linkedIdOf(event: CapturedEvent): string | undefined {
+  const carrier =
+    event.event === "$identify" ? event.properties["$anon_distinct_id"]
+    : event.event === "$create_alias" ? event.properties["alias"]
+    : undefined;
+  const other = distinctIdFrom(carrier);
+  if (other === undefined || other === event.distinctId) return undefined;
+  return isLinkable(other) && isLinkable(event.distinctId) ? other : undefined;
+}
+
+export interface PersonUpdates {
+  readonly set: Properties | undefined;
+  readonly setOnce: Properties | undefined;
+  readonly unset: readonly string[] | undefined;
+}
+
+/** `$set`, `$set_once` and `$unset` (a list of keys, or an object whose keys are removed) from event properties. */
+export function personUpdatesOf(properties: Properties): PersonUpdates | undefined {
+  const set = properties["$set"];
+  const setOnce = properties["$set_once"];
+  const unset = properties["$unset"];
+  const updates: PersonUpdates = {
+    set: isObject(set) ? set : undefined,
+    setOnce: isObject(setOnce) ? setOnce : undefined,
+    unset:
+      Array.isArray(unset) ? unset.filter((key): key is string => typeof key === "string")
+      : isObject(unset) ? Object.keys(unset)
+      : undefined,
+  };
+  return updates.set ?? updates.setOnce ?? updates.unset ? updates : undefined;
+}
+
+/**
+ * The person's properties after the updates, or undefined if they change nothing. `$set_once` fills absent
+ * keys, then `$set` overwrites, then `$unset` removes: within one event, `$set` beats `$set_once` and `$unset`
+ * beats both.
+ */
+export function updatedProperties(current: Properties, updates: PersonUpdates): Properties | undefined {
+  // No prototype, so a key such as `__proto__` is stored like any other instead of reaching a setter.
+  const next: Properties = Object.assign(Object.create(null), current);
+  for (const [key, value] of Object.entries(updates.setOnce ?? {})) if (!Object.hasOwn(next, key)) next[key] = value;
+  Object.assign(next, updates.set);
+  for (const key of updates.unset ?? []) delete next[key];
+  return JSON.stringify(next) === JSON.stringify(current) ? undefined : next;
+}

@@ -1,0 +1,83 @@
+import { describe, expect, test } from "bun:test";
+import { resolve } from "node:path";
+import { ConfigError, loadConfig } from "../src/config";
+
+describe("loadConfig", () => {
+  test("defaults: port 8000, 10000 events, 20 MiB, embedded ClickHouse in ./data, backend ingest off", () => {
+    const config = loadConfig({});
+    expect(config.host).toBe("0.0.0.0");
+    expect(config.port).toBe(8000);
+    expect(config.maxEventsPerBatch).toBe(10_000);
+    expect(config.maxBatchBytes).toBe(20 * 1024 * 1024);
+    expect(config.allowedOrigins.size).toBe(0);
+    expect(config.publicApiKeys.size).toBe(0);
+    expect(config.clickhouse).toEqual({ kind: "embedded", dataDir: resolve("./data"), database: "default" });
+  });
+
+  test("lists are comma-separated with spaces trimmed and empty items skipped", () => {
+    const config = loadConfig({
+      ALLOWED_ORIGINS: " https://a.example.com, http://localhost:3000 ,,",
+      PUBLIC_API_KEYS: "key-1 ,  key-2,",
+    });
+    expect([...config.allowedOrigins]).toEqual(["https://a.example.com", "http://localhost:3000"]);
+    expect([...config.publicApiKeys]).toEqual(["key-1", "key-2"]);
+  });
+
+  test("CLICKHOUSE_URL selects a server, with user, password and database", () => {
+    const config = loadConfig({
+      CLICKHOUSE_URL: "http://clickhouse:8123",
+      CLICKHOUSE_USER: "ingest",
+      CLICKHOUSE_PASSWORD: " secret ",
+      CLICKHOUSE_DATABASE: "analytics",
+      DATA_DIR: "/ignored",
+    });
+    expect(config.clickhouse).toEqual({
+      kind: "server",
+      url: "http://clickhouse:8123",
+      user: "ingest",
+      password: " secret ",
+      database: "analytics",
+    });
+    expect(loadConfig({ CLICKHOUSE_URL: "https://ch.example.com" }).clickhouse).toMatchObject({ user: "default", password: "" });
+  });
+
+  test("empty values count as unset", () => {
+    const config = loadConfig({ PORT: "", CLICKHOUSE_URL: " ", MAX_BATCH_BYTES: "" });
+    expect(config.port).toBe(8000);
+    expect(config.clickhouse.kind).toBe("embedded");
+    expect(config.maxBatchBytes).toBe(20 * 1024 * 1024);
+  });
+
+  test("numbers are parsed and checked", () => {
+    const config = loadConfig({ PORT: "0", MAX_EVENTS_PER_BATCH: "5", MAX_BATCH_BYTES: "1024", HOST: "127.0.0.1" });
+    expect(config).toMatchObject({ port: 0, maxEventsPerBatch: 5, maxBatchBytes: 1024, host: "127.0.0.1" });
+  });
+
+  test("every bad value is reported at once", () => {
+    let error: unknown;
+    try {
+      loadConfig({
+        PORT: "99999",
+        MAX_EVENTS_PER_BATCH: "0",
+        MAX_BATCH_BYTES: "lots",
+        ALLOWED_ORIGINS: "https://ok.example.com,https://bad.example.com/",
+        CLICKHOUSE_URL: "ftp://clickhouse",
+        CLICKHOUSE_DATABASE: "no-dashes",
+      });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const message = (error as Error).message;
+    for (const name of ["PORT", "MAX_EVENTS_PER_BATCH", "MAX_BATCH_BYTES", "ALLOWED_ORIGINS", "CLICKHOUSE_URL", "CLICKHOUSE_DATABASE"]) {
+      expect(message).toContain(name);
+    }
+    expect(message).toContain("https://bad.example.com/");
+  });
+
+  test("an origin must be scheme://host[:port] exactly", () => {
+    for (const origin of ["app.example.com", "https://app.example.com/path", "*", "null"]) {
+      expect(() => loadConfig({ ALLOWED_ORIGINS: origin })).toThrow(ConfigError);
+    }
+  });
+});

@@ -1,0 +1,81 @@
+import { loadConfig, type Config } from "../../src/config";
+import { serve } from "../../src/server";
+import { Storage, type StorageOptions } from "../../src/storage";
+import type { ClickHouse } from "../../src/storage/clickhouse";
+
+/** The ClickHouse settings every test uses: the server named by CLICKHOUSE_URL, or this process's chDB. */
+export function clickhouseEnv(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const name of ["CLICKHOUSE_URL", "CLICKHOUSE_USER", "CLICKHOUSE_PASSWORD"]) {
+    const value = process.env[name];
+    if (value) env[name] = value;
+  }
+  if (!env.CLICKHOUSE_URL) env.DATA_DIR = process.env.TEST_DATA_DIR!;
+  return env;
+}
+
+let databases = 0;
+export function uniqueDatabase(): string {
+  return `test_${process.pid}_${Date.now().toString(36)}_${databases++}`;
+}
+
+export interface TestService {
+  readonly url: string;
+  readonly config: Config;
+  readonly storage: Storage;
+  readonly db: ClickHouse;
+  /** Stops the server and closes the storage; `drop` also removes the database. */
+  stop(options?: { drop?: boolean }): Promise<void>;
+}
+
+/** A real server on a free local port, on its own database unless `env` names one. */
+export async function startService(env: Record<string, string> = {}, options: StorageOptions = {}): Promise<TestService> {
+  const config = loadConfig({
+    ...clickhouseEnv(),
+    HOST: "127.0.0.1",
+    PORT: "0",
+    CLICKHOUSE_DATABASE: uniqueDatabase(),
+    ...env,
+  });
+  const storage = await Storage.open(config.clickhouse, options);
+  const server = serve(config, storage);
+  return {
+    url: server.url.href.replace(/\/$/, ""),
+    config,
+    storage,
+    db: storage.db,
+    async stop({ drop = true } = {}) {
+      await server.stop(true);
+      if (drop) await storage.db.command(`DROP DATABASE IF EXISTS \`${config.clickhouse.database}\``);
+      await storage.close();
+    },
+  };
+}
+
+export interface Sent {
+  readonly status: number;
+  readonly body: Record<string, unknown>;
+  readonly headers: Headers;
+}
+
+export interface SendOptions {
+  readonly headers?: Record<string, string>;
+  readonly gzip?: boolean;
+  readonly path?: string;
+  readonly method?: string;
+}
+
+/** POSTs a JSON value (or raw text/bytes) to /batch/ and reads the JSON answer. */
+export async function send(service: TestService, body: unknown, options: SendOptions = {}): Promise<Sent> {
+  const raw: string | Uint8Array<ArrayBuffer> =
+    typeof body === "string" || body instanceof Uint8Array ? (body as string | Uint8Array<ArrayBuffer>) : JSON.stringify(body);
+  const payload = options.gzip ? Bun.gzipSync(raw) : raw;
+  const headers: Record<string, string> = { "content-type": "application/json", ...options.headers };
+  if (options.gzip) headers["content-encoding"] ??= "gzip";
+  const response = await fetch(`${service.url}${options.path ?? "/batch/"}`, {
+    method: options.method ?? "POST",
+    headers,
+    body: payload,
+  });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown>, headers: response.headers };
+}

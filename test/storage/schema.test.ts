@@ -1,0 +1,120 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { loadConfig } from "../../src/config";
+import { Storage } from "../../src/storage";
+import { createSchema } from "../../src/storage/schema";
+import { count } from "../helpers/rows";
+import { clickhouseEnv, send, startService, uniqueDatabase, type TestService } from "../helpers/service";
+
+const KEY = "key-1";
+let service: TestService;
+
+beforeAll(async () => {
+  service = await startService({ PUBLIC_API_KEYS: KEY });
+});
+afterAll(() => service.stop());
+
+describe("schema", () => {
+  test("creating it again changes nothing, and a restarted storage sees the data", async () => {
+    await send(service, { api_key: KEY, batch: [{ event: "kept", distinct_id: "user-schema" }] });
+    await createSchema(service.db);
+    const config = loadConfig({ ...clickhouseEnv(), CLICKHOUSE_DATABASE: service.config.clickhouse.database });
+    const reopened = await Storage.open(config.clickhouse);
+    try {
+      expect(await count(reopened.db, "events", "event = 'kept'")).toBe(1);
+    } finally {
+      await reopened.close();
+    }
+  });
+
+  test("the tables have the columns the spec names", async () => {
+    const columns = await service.db.rows<{ table: string; name: string; type: string }>(
+      `SELECT table, name, type FROM system.columns WHERE database = {database:String} ORDER BY table, position`,
+      { database: service.config.clickhouse.database },
+    );
+    const of = (table: string) => Object.fromEntries(columns.filter((c) => c.table === table).map((c) => [c.name, c.type]));
+    expect(of("events")).toMatchObject({
+      uuid: "UUID",
+      event: "String",
+      properties: "String",
+      timestamp: "DateTime64(6, 'UTC')",
+      distinct_id: "String",
+      person_id: "UUID",
+      session_id: "String",
+      window_id: "String",
+      current_url: "String",
+      host: "String",
+    });
+    expect(of("persons")).toMatchObject({ id: "UUID", distinct_id: "String", properties: "String", is_identified: "UInt8", is_deleted: "UInt8", version: "UInt64" });
+    expect(of("person_distinct_ids")).toMatchObject({ distinct_id: "String", person_id: "UUID", is_deleted: "UInt8", version: "UInt64" });
+    expect(Object.keys(of("sessions"))).toContain("session_id");
+  });
+
+  test("a storage on a database that does not exist yet creates it", async () => {
+    const config = loadConfig({ ...clickhouseEnv(), CLICKHOUSE_DATABASE: uniqueDatabase() });
+    const storage = await Storage.open(config.clickhouse);
+    try {
+      expect(await count(storage.db, "events")).toBe(0);
+    } finally {
+      await storage.db.command(`DROP DATABASE \`${config.clickhouse.database}\``);
+      await storage.close();
+    }
+  });
+});
+
+describe("sessions", () => {
+  test("events carrying $session_id are summed up per session", async () => {
+    const at = (second: number) => `2024-07-01T10:00:${String(second).padStart(2, "0")}Z`;
+    const sent = await send(service, {
+      api_key: KEY,
+      batch: [
+        { event: "$pageview", distinct_id: "anon-s", timestamp: at(0), properties: { $session_id: "s-1", $current_url: "https://a.example/landing" } },
+        { event: "clicked", distinct_id: "anon-s", timestamp: at(5), properties: { $session_id: "s-1" } },
+        { event: "$pageview", distinct_id: "user-s", timestamp: at(9), properties: { $session_id: "s-1", $current_url: "https://a.example/pricing" } },
+        { event: "$pageview", distinct_id: "other", timestamp: at(3), properties: { $session_id: "s-2", $current_url: "https://a.example/docs" } },
+        { event: "no_session", distinct_id: "other", timestamp: at(4) },
+      ],
+    });
+    expect(sent.status).toBe(200);
+    // a later request adds to the same session
+    await send(service, { api_key: KEY, batch: [{ event: "$pageleave", distinct_id: "user-s", timestamp: at(30), properties: { $session_id: "s-1" } }] });
+
+    interface SessionRow {
+      session_id: string;
+      distinct_id: string;
+      started: string;
+      ended: string;
+      events: string | number;
+      pageviews: string | number;
+      entry_url: string;
+      exit_url: string;
+    }
+    const sessions = await service.db.rows<SessionRow>(
+      `SELECT session_id, argMinMerge(distinct_id) AS distinct_id, toString(min(min_timestamp)) AS started,
+         toString(max(max_timestamp)) AS ended, sum(event_count) AS events, sum(pageview_count) AS pageviews,
+         argMinMerge(entry_url) AS entry_url, argMaxMerge(exit_url) AS exit_url
+       FROM ${service.db.table("sessions")} GROUP BY session_id ORDER BY session_id`,
+    );
+    expect(sessions.map((s) => ({ ...s, events: Number(s.events), pageviews: Number(s.pageviews) }))).toEqual([
+      {
+        session_id: "s-1",
+        distinct_id: "anon-s",
+        started: "2024-07-01 10:00:00.000000",
+        ended: "2024-07-01 10:00:30.000000",
+        events: 4,
+        pageviews: 2,
+        entry_url: "https://a.example/landing",
+        exit_url: "https://a.example/pricing",
+      },
+      {
+        session_id: "s-2",
+        distinct_id: "other",
+        started: "2024-07-01 10:00:03.000000",
+        ended: "2024-07-01 10:00:03.000000",
+        events: 1,
+        pageviews: 1,
+        entry_url: "https://a.example/docs",
+        exit_url: "https://a.example/docs",
+      },
+    ]);
+  });
+});

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, spyOn, test } from "bun:test";
 import { personIdFor } from "../../src/storage/identity";
 import { count, events, links, persons } from "../helpers/rows";
 import { send, startService, type TestService } from "../helpers/service";
@@ -82,5 +82,236 @@ describe("basic identity rules (SPEC §2.5 rules 1–4)", () => {
       expect(allPersons.has(event.person_id)).toBe(true);
       expect(allLinks.get(event.distinct_id)?.person_id).toBe(event.person_id);
     }
+  });
+});
+
+/** The live person a distinct ID resolves to now, read the way an analyst would. */
+async function resolve(distinctId: string) {
+  const link = (await links(service.db)).get(distinctId);
+  if (link === undefined) return undefined;
+  return (await persons(service.db)).get(link.person_id);
+}
+
+async function personIdsOf(...distinctIds: string[]): Promise<string[]> {
+  const all = await links(service.db);
+  return distinctIds.map((id) => all.get(id)?.person_id ?? "none");
+}
+
+describe("$identify and $create_alias (SPEC §2.5 rules 5–6)", () => {
+  test.each([
+    ["$identify", "$anon_distinct_id"],
+    ["$create_alias", "alias"],
+  ])("%s with neither ID known: one new person, with the event's distinct ID's deterministic id", async (name, key) => {
+    const [user, other] = [`${name}-new-user`, `${name}-new-other`];
+    await capture([{ event: name, distinct_id: user, properties: { [key]: other } }]);
+    expect(await personIdsOf(user, other)).toEqual([personIdFor(user), personIdFor(user)]);
+    expect((await persons(service.db)).has(personIdFor(other))).toBe(false);
+  });
+
+  test.each([
+    ["$identify", "$anon_distinct_id"],
+    ["$create_alias", "alias"],
+  ])("%s with only the other ID known: the event's ID joins that person", async (name, key) => {
+    const [user, other] = [`${name}-join-user`, `${name}-join-other`];
+    await capture([{ event: "$pageview", distinct_id: other }]);
+    await capture([{ event: name, distinct_id: user, properties: { [key]: other } }]);
+    expect(await personIdsOf(user, other)).toEqual([personIdFor(other), personIdFor(other)]);
+  });
+
+  test.each([
+    ["$identify", "$anon_distinct_id"],
+    ["$create_alias", "alias"],
+  ])("%s with only the event's ID known: the other ID joins it", async (name, key) => {
+    const [user, other] = [`${name}-known-user`, `${name}-known-other`];
+    await capture([{ event: "$pageview", distinct_id: user }]);
+    await capture([{ event: name, distinct_id: user, properties: { [key]: other } }]);
+    expect(await personIdsOf(user, other)).toEqual([personIdFor(user), personIdFor(user)]);
+  });
+
+  test.each([
+    ["$identify", "$anon_distinct_id"],
+    ["$create_alias", "alias"],
+  ])("%s with both known on different persons merges the other person into the event's", async (name, key) => {
+    const [user, other, otherAlias] = [`${name}-m-user`, `${name}-m-other`, `${name}-m-other-alias`];
+    await capture([
+      { event: "$pageview", distinct_id: user, properties: { $set: { plan: "pro", shared: "user" } } },
+      { event: "$pageview", distinct_id: other, properties: { $set: { shared: "other", referrer: "ad" } } },
+      { event: "$create_alias", distinct_id: other, properties: { alias: otherAlias } },
+    ]);
+    expect(await personIdsOf(otherAlias)).toEqual([personIdFor(other)]);
+
+    await capture([{ event: name, distinct_id: user, properties: { [key]: other, $set: { shared: "event" } } }]);
+    // every distinct ID of the merged person moved, including ones the event did not name
+    expect(await personIdsOf(user, other, otherAlias)).toEqual([personIdFor(user), personIdFor(user), personIdFor(user)]);
+    const all = await persons(service.db);
+    // the survivor's values win conflicts, then the event's updates apply
+    expect(all.get(personIdFor(user))).toMatchObject({ is_deleted: 0, properties: { plan: "pro", referrer: "ad", shared: "event" } });
+    expect(all.get(personIdFor(other))).toMatchObject({ is_deleted: 1 });
+  });
+
+  test("both IDs already on one person: nothing changes", async () => {
+    await capture([{ event: "$identify", distinct_id: "same-user", properties: { $anon_distinct_id: "same-anon" } }]);
+    const before = await links(service.db);
+    await capture([{ event: "$create_alias", distinct_id: "same-anon", properties: { alias: "same-user" } }]);
+    const after = await links(service.db);
+    expect(after.get("same-user")).toEqual(before.get("same-user")!);
+    expect(after.get("same-anon")).toEqual(before.get("same-anon")!);
+  });
+
+  test.each(["anonymous", "Anonymous", "null", "undefined", "None", "nan", "0", "[object Object]", "   ", "placeholder-user"])(
+    "a placeholder (%p) or an ID equal to the other links nothing, and the event is still stored",
+    async (placeholder) => {
+      const user = `ph-user-${placeholder.trim() || "blank"}`;
+      const anon = placeholder === "placeholder-user" ? user : placeholder;
+      const sent = await capture([
+        { event: "$pageview", distinct_id: user },
+        { event: "$identify", distinct_id: user, properties: { $anon_distinct_id: anon } },
+        { event: "$create_alias", distinct_id: user, properties: { alias: anon } },
+      ]);
+      expect(sent.body).toMatchObject({ ingested: 3, dropped: 0 });
+      expect(await personIdsOf(user)).toEqual([personIdFor(user)]);
+      if (anon !== user) expect((await links(service.db)).has(anon)).toBe(false);
+      expect((await events(service.db)).filter((e) => e.distinct_id === user)).toHaveLength(3);
+    },
+  );
+
+  test("an event whose own distinct ID is a placeholder does not link either", async () => {
+    await capture([{ event: "$identify", distinct_id: "anonymous", properties: { $anon_distinct_id: "real-anon-1" } }]);
+    expect(await personIdsOf("anonymous")).toEqual([personIdFor("anonymous")]);
+    expect((await links(service.db)).has("real-anon-1")).toBe(false);
+  });
+
+  test("within a batch each event gets the person its distinct ID resolves to at that point", async () => {
+    await capture([
+      { event: "$pageview", distinct_id: "b-anon", uuid: "0190b4a1-0000-7000-8000-0000000000b1" },
+      { event: "$identify", distinct_id: "b-user", properties: { $anon_distinct_id: "b-anon" }, uuid: "0190b4a1-0000-7000-8000-0000000000b2" },
+      { event: "$pageview", distinct_id: "b-user", uuid: "0190b4a1-0000-7000-8000-0000000000b3" },
+    ]);
+    const stored = (await events(service.db)).filter((e) => e.uuid.startsWith("0190b4a1-0000-7000-8000-0000000000b"));
+    expect(stored.map((e) => e.person_id)).toEqual([personIdFor("b-anon"), personIdFor("b-anon"), personIdFor("b-anon")]);
+  });
+
+  test("before a merge an event keeps the person it had; after it, the survivor", async () => {
+    await capture([
+      { event: "$pageview", distinct_id: "t-user", uuid: "0190b4a1-0000-7000-8000-0000000000c1" },
+      { event: "$pageview", distinct_id: "t-anon", uuid: "0190b4a1-0000-7000-8000-0000000000c2" },
+      { event: "$identify", distinct_id: "t-user", properties: { $anon_distinct_id: "t-anon" }, uuid: "0190b4a1-0000-7000-8000-0000000000c3" },
+      { event: "$pageview", distinct_id: "t-anon", uuid: "0190b4a1-0000-7000-8000-0000000000c4" },
+    ]);
+    const stored = (await events(service.db)).filter((e) => e.uuid.startsWith("0190b4a1-0000-7000-8000-0000000000c"));
+    expect(stored.map((e) => e.person_id)).toEqual([personIdFor("t-user"), personIdFor("t-anon"), personIdFor("t-user"), personIdFor("t-user")]);
+  });
+});
+
+describe("person properties (SPEC §2.5 rule 7)", () => {
+  test("$set, $set_once and $unset from any event, applied in batch order and across requests", async () => {
+    await capture([
+      { event: "signed_up", distinct_id: "props-user", properties: { $set: { plan: "free", seats: 1 }, $set_once: { first_seen: "mon" } } },
+      { event: "upgraded", distinct_id: "props-user", properties: { $set: { plan: "pro" }, $set_once: { first_seen: "tue", source: "ad" } } },
+      { event: "cleaned", distinct_id: "props-user", properties: { $unset: ["seats"] } },
+    ]);
+    expect((await resolve("props-user"))?.properties).toEqual({ plan: "pro", first_seen: "mon", source: "ad" });
+    await capture([{ event: "later", distinct_id: "props-user", properties: { $set: { plan: "team" }, $set_once: { plan: "x", seats: 5 } } }]);
+    expect((await resolve("props-user"))?.properties).toEqual({ plan: "team", first_seen: "mon", source: "ad", seats: 5 });
+  });
+
+  test("$identify marks the person identified; the primary ID is the identified one, else the first seen", async () => {
+    await capture([{ event: "$pageview", distinct_id: "primary-anon" }]);
+    expect(await resolve("primary-anon")).toMatchObject({ distinct_id: "primary-anon", is_identified: 0 });
+    await capture([{ event: "$identify", distinct_id: "primary-user", properties: { $anon_distinct_id: "primary-anon" } }]);
+    expect(await resolve("primary-anon")).toMatchObject({ id: personIdFor("primary-anon"), distinct_id: "primary-user", is_identified: 1 });
+    // a later identify under another ID keeps the first identified ID as primary
+    await capture([{ event: "$identify", distinct_id: "primary-user-2", properties: { $anon_distinct_id: "primary-user" } }]);
+    expect(await resolve("primary-user-2")).toMatchObject({ distinct_id: "primary-user", is_identified: 1 });
+  });
+
+  test("$create_alias does not identify; a merge keeps an identified primary ID", async () => {
+    await capture([
+      { event: "$identify", distinct_id: "alias-known" },
+      { event: "$pageview", distinct_id: "alias-anon" },
+      { event: "$create_alias", distinct_id: "alias-anon", properties: { alias: "alias-known" } },
+    ]);
+    expect(await resolve("alias-known")).toMatchObject({ id: personIdFor("alias-anon"), distinct_id: "alias-known", is_identified: 1 });
+  });
+});
+
+describe("versions", () => {
+  test("every change of a person or a link gets a higher version", async () => {
+    await capture([{ event: "$pageview", distinct_id: "v-anon" }, { event: "$pageview", distinct_id: "v-user" }]);
+    const link1 = (await links(service.db)).get("v-anon")!;
+    const person1 = (await persons(service.db)).get(personIdFor("v-user"))!;
+    await capture([{ event: "$identify", distinct_id: "v-user", properties: { $anon_distinct_id: "v-anon", $set: { a: 1 } } }]);
+    const link2 = (await links(service.db)).get("v-anon")!;
+    const person2 = (await persons(service.db)).get(personIdFor("v-user"))!;
+    expect(link2.version).toBeGreaterThan(link1.version);
+    expect(person2.version).toBeGreaterThan(person1.version);
+    await capture([{ event: "e", distinct_id: "v-user", properties: { $set: { a: 2 } } }]);
+    expect((await persons(service.db)).get(personIdFor("v-user"))!.version).toBeGreaterThan(person2.version);
+    // argMax(..., version) agrees with FINAL
+    const [latest] = await service.db.rows<{ properties: string }>(
+      `SELECT argMax(properties, version) AS properties FROM ${service.db.table("persons")} WHERE id = {id:UUID}`,
+      { id: personIdFor("v-user") },
+    );
+    expect(JSON.parse(latest!.properties)).toEqual({ a: 2 });
+  });
+
+  test("an event that changes nothing writes no new person version", async () => {
+    await capture([{ event: "e", distinct_id: "quiet", properties: { $set: { a: 1 } } }]);
+    const before = await count(service.db, "persons", `id = '${personIdFor("quiet")}'`);
+    await capture([{ event: "e", distinct_id: "quiet", properties: { $set: { a: 1 } } }, { event: "e", distinct_id: "quiet" }]);
+    expect(await count(service.db, "persons", `id = '${personIdFor("quiet")}'`)).toBe(before);
+  });
+});
+
+describe("under concurrency", () => {
+  test("concurrent requests linking to one user never split it or lose an update", async () => {
+    await capture([{ event: "$identify", distinct_id: "c-user" }]);
+    const requests = Array.from({ length: 24 }, (_, i) =>
+      capture([
+        { event: "$pageview", distinct_id: `c-anon-${i}`, properties: { $set_once: { [`first_${i}`]: i } } },
+        { event: "$identify", distinct_id: "c-user", properties: { $anon_distinct_id: `c-anon-${i}`, $set: { [`key_${i}`]: i } } },
+      ]),
+    );
+    for (const sent of await Promise.all(requests)) expect(sent.status).toBe(200);
+
+    const ids = ["c-user", ...Array.from({ length: 24 }, (_, i) => `c-anon-${i}`)];
+    expect(new Set(await personIdsOf(...ids))).toEqual(new Set([personIdFor("c-user")]));
+    const user = (await persons(service.db)).get(personIdFor("c-user"))!;
+    for (let i = 0; i < 24; i++) expect(user.properties).toMatchObject({ [`first_${i}`]: i, [`key_${i}`]: i });
+    const live = [...(await persons(service.db)).values()].filter((p) => ids.some((id) => personIdFor(id) === p.id) && p.is_deleted === 0);
+    expect(live.map((p) => p.id)).toEqual([personIdFor("c-user")]);
+  });
+
+  test("concurrent first sightings of one new ID make one person with every update", async () => {
+    const requests = Array.from({ length: 16 }, (_, i) => capture([{ event: "e", distinct_id: "c-new", properties: { $set: { [`r${i}`]: i } } }]));
+    await Promise.all(requests);
+    const person = await resolve("c-new");
+    expect(person?.id).toBe(personIdFor("c-new"));
+    expect(Object.keys(person!.properties).sort()).toEqual(Array.from({ length: 16 }, (_, i) => `r${i}`).sort());
+  });
+});
+
+describe("after a failed write", () => {
+  test("nothing in memory claims it happened, and the retry completes it", async () => {
+    await capture([{ event: "$pageview", distinct_id: "f-user" }, { event: "$pageview", distinct_id: "f-anon" }]);
+    // The database refuses person writes (reads still work) while the identify is processed.
+    await service.db.command(`ALTER TABLE ${service.db.table("persons")} ADD CONSTRAINT refuse CHECK version = 0`);
+    const identify = { event: "$identify", distinct_id: "f-user", properties: { $anon_distinct_id: "f-anon" } };
+    const logged = spyOn(console, "error").mockImplementation(() => {});
+    try {
+      expect((await capture([identify])).status).toBe(500);
+      expect(logged).toHaveBeenCalled();
+    } finally {
+      logged.mockRestore();
+      await service.db.command(`ALTER TABLE ${service.db.table("persons")} DROP CONSTRAINT refuse`);
+    }
+    // Served from the cache where possible: f-anon must still be on its own person.
+    await capture([{ event: "after_failure", distinct_id: "f-anon" }]);
+    const after = (await events(service.db)).find((e) => e.event === "after_failure")!;
+    expect(after.person_id).toBe(personIdFor("f-anon"));
+
+    expect((await capture([identify])).status).toBe(200);
+    expect(await personIdsOf("f-user", "f-anon")).toEqual([personIdFor("f-user"), personIdFor("f-user")]);
+    expect((await persons(service.db)).get(personIdFor("f-anon"))?.is_deleted).toBe(1);
   });
 });

@@ -1,0 +1,78 @@
+import { expect, test } from "bun:test";
+import { personIdFor } from "../../src/storage/identity";
+import { expectNoSplitPersons, expectStoredToMatch, IdentityModel, random, randomEvent } from "../helpers/identity-model";
+import { events, links } from "../helpers/rows";
+import { send, startService, type TestService } from "../helpers/service";
+
+const KEY = "key-1";
+const TTL_MS = 200;
+
+/** Two service instances, each with its own storage and cache, over one database. */
+async function twoInstances(): Promise<[TestService, TestService]> {
+  const options = { identity: { cacheTtlMs: TTL_MS, cacheCapacity: 10_000 } };
+  const a = await startService({ PUBLIC_API_KEYS: KEY }, options);
+  const b = await startService({ PUBLIC_API_KEYS: KEY, CLICKHOUSE_DATABASE: a.config.clickhouse.database }, options);
+  return [a, b];
+}
+
+test("two instances fed interleaved batches agree with the model and never split a person", async () => {
+  const [a, b] = await twoInstances();
+  try {
+    const rng = random(Number(process.env.IDENTITY_SEED ?? 7));
+    const ids = Array.from({ length: 24 }, (_, i) => (i < 16 ? `anon-${i}` : `user-${i}`));
+    const model = new IdentityModel();
+    for (let round = 0; round < 60; round++) {
+      const batch = Array.from({ length: 1 + rng.int(20) }, () => randomEvent(rng, ids));
+      expect((await send(round % 2 === 0 ? a : b, { api_key: KEY, batch })).status).toBe(200);
+      for (const event of batch) model.apply(event);
+    }
+    // Events that change nothing may be attributed from a cache up to the TTL old, so only links and persons
+    // must match exactly.
+    await expectStoredToMatch(a.db, model, { eventPersons: false });
+    await expectNoSplitPersons(a.db);
+  } finally {
+    await b.stop({ drop: false });
+    await a.stop();
+  }
+});
+
+test("an instance sees the other's links once its cache entries are older than the TTL", async () => {
+  const [a, b] = await twoInstances();
+  try {
+    await send(a, { api_key: KEY, batch: [{ event: "$pageview", distinct_id: "s-anon" }, { event: "$pageview", distinct_id: "s-user" }] });
+    await send(b, { api_key: KEY, batch: [{ event: "$identify", distinct_id: "s-user", properties: { $anon_distinct_id: "s-anon" } }] });
+    // Within the TTL, `a` may still put s-anon's events on the merged-away person; its refresh of the old link
+    // carries the old version and does not undo the merge.
+    await send(a, { api_key: KEY, batch: [{ event: "within_ttl", distinct_id: "s-anon" }] });
+    expect((await links(a.db)).get("s-anon")?.person_id).toBe(personIdFor("s-user"));
+
+    await Bun.sleep(TTL_MS + 50);
+    await send(a, { api_key: KEY, batch: [{ event: "after_ttl", distinct_id: "s-anon" }] });
+    const after = (await events(a.db)).find((e) => e.event === "after_ttl")!;
+    expect(after.person_id).toBe(personIdFor("s-user"));
+    await expectNoSplitPersons(a.db);
+  } finally {
+    await b.stop({ drop: false });
+    await a.stop();
+  }
+});
+
+test("an instance that changes a person reads it fresh, whatever its cache says", async () => {
+  const [a, b] = await twoInstances();
+  try {
+    await send(a, { api_key: KEY, batch: [{ event: "$pageview", distinct_id: "w-user", properties: { $set: { plan: "free" } } }] });
+    await send(b, { api_key: KEY, batch: [{ event: "e", distinct_id: "w-user", properties: { $set: { seats: 3 } } }] });
+    // `a` has w-user cached with only {plan}; its update must build on what `b` wrote
+    await send(a, { api_key: KEY, batch: [{ event: "e", distinct_id: "w-user", properties: { $set_once: { source: "ad" } } }] });
+    const link = (await links(a.db)).get("w-user")!;
+    expect(link.person_id).toBe(personIdFor("w-user"));
+    const [row] = await a.db.rows<{ properties: string }>(
+      `SELECT properties FROM ${a.db.table("persons")} FINAL WHERE id = {id:UUID}`,
+      { id: link.person_id },
+    );
+    expect(JSON.parse(row!.properties)).toEqual({ plan: "free", seats: 3, source: "ad" });
+  } finally {
+    await b.stop({ drop: false });
+    await a.stop();
+  }
+});

@@ -14,6 +14,8 @@ import { timestampOf } from "../src/capture/timestamp";
 import { loadConfig } from "../src/config";
 import { serve } from "../src/server";
 import { Storage, type StorageOptions } from "../src/storage";
+import { personIdFor } from "../src/storage/identity";
+import { eventRow } from "../src/storage/schema";
 
 const dataDir = mkdtempSync(join(tmpdir(), "ingest-bench-"));
 process.on("exit", () => rmSync(dataDir, { recursive: true, force: true }));
@@ -84,19 +86,7 @@ async function httpThroughput(): Promise<void> {
   // Baseline: the same number of event rows inserted straight into the engine, 10,000 per insert.
   const rows = Array.from({ length: total }, (_, i) => {
     const event = captured(`user-${i % 2000}`, i);
-    return {
-      uuid: event.uuid,
-      event: event.event,
-      properties: JSON.stringify(event.properties),
-      timestamp: event.timestamp,
-      distinct_id: event.distinctId,
-      person_id: Bun.randomUUIDv5(event.distinctId, "932979b4-65c3-4424-8467-0b66ec27bc22"),
-      session_id: event.sessionId,
-      window_id: "",
-      current_url: event.currentUrl,
-      host: event.host,
-      created_at: event.receivedAt,
-    };
+    return eventRow(event, personIdFor(event.distinctId));
   });
   const baselineStart = performance.now();
   for (let i = 0; i < rows.length; i += 10_000) await storage.db.insert("events", rows.slice(i, i + 10_000));

@@ -3,7 +3,7 @@ import type { ClickHouseConfig } from "../config";
 import { ClickHouse } from "./clickhouse";
 import { GroupCommit } from "./group-commit";
 import { DEFAULT_IDENTITY_OPTIONS, IdentityResolver, type IdentityOptions } from "./identity";
-import { createSchema, type EventRow } from "./schema";
+import { createSchema, eventRow } from "./schema";
 
 export interface StorageOptions {
   readonly identity?: IdentityOptions;
@@ -75,20 +75,4 @@ export class Storage {
     }
     resolution.commit();
   }
-}
-
-function eventRow(event: CapturedEvent, personId: string): EventRow {
-  return {
-    uuid: event.uuid,
-    event: event.event,
-    properties: JSON.stringify(event.properties),
-    timestamp: event.timestamp,
-    distinct_id: event.distinctId,
-    person_id: personId,
-    session_id: event.sessionId,
-    window_id: event.windowId,
-    current_url: event.currentUrl,
-    host: event.host,
-    created_at: event.receivedAt,
-  };
 }

@@ -1,3 +1,4 @@
+import type { CapturedEvent } from "../capture/normalize";
 import type { Timestamp } from "../capture/timestamp";
 import type { ClickHouse } from "./clickhouse";
 
@@ -14,6 +15,22 @@ export interface EventRow {
   current_url: string;
   host: string;
   created_at: Timestamp;
+}
+
+export function eventRow(event: CapturedEvent, personId: string): EventRow {
+  return {
+    uuid: event.uuid,
+    event: event.event,
+    properties: JSON.stringify(event.properties),
+    timestamp: event.timestamp,
+    distinct_id: event.distinctId,
+    person_id: personId,
+    session_id: event.sessionId,
+    window_id: event.windowId,
+    current_url: event.currentUrl,
+    host: event.host,
+    created_at: event.receivedAt,
+  };
 }
 
 /** One version of a person; the highest `version` is the current one. */

@@ -1,18 +1,8 @@
 import type { ClickHouse } from "../../src/storage/clickhouse";
+import type { EventRow } from "../../src/storage/schema";
 
-export interface StoredEvent {
-  uuid: string;
-  event: string;
-  properties: string;
-  timestamp: string;
-  distinct_id: string;
-  person_id: string;
-  session_id: string;
-  window_id: string;
-  current_url: string;
-  host: string;
-  created_at: string;
-}
+/** An events row as read back: the row the service wrote, with timestamps as ClickHouse prints them. */
+export type StoredEvent = Omit<EventRow, "timestamp" | "created_at"> & { timestamp: string; created_at: string };
 
 export interface StoredPerson {
   id: string;

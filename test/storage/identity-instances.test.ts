@@ -34,7 +34,7 @@ test("two instances fed interleaved batches agree with the model and never split
     await b.stop({ drop: false });
     await a.stop();
   }
-});
+}, 60_000);
 
 test("an instance sees the other's links once its cache entries are older than the TTL", async () => {
   const [a, b] = await twoInstances();

@@ -38,4 +38,4 @@ test(`identity matches the reference model: concurrent batches and a restart mid
   } finally {
     await service.stop();
   }
-});
+}, 60_000);

@@ -97,41 +97,35 @@ async function personIdsOf(...distinctIds: string[]): Promise<string[]> {
   return distinctIds.map((id) => all.get(id)?.person_id ?? "none");
 }
 
+/** The two events that link IDs, each with the property that names the other ID. */
+const LINKING_EVENTS = [
+  ["$identify", "$anon_distinct_id"],
+  ["$create_alias", "alias"],
+] as const;
+
 describe("$identify and $create_alias (SPEC §2.5 rules 5–6)", () => {
-  test.each([
-    ["$identify", "$anon_distinct_id"],
-    ["$create_alias", "alias"],
-  ])("%s with neither ID known: one new person, with the event's distinct ID's deterministic id", async (name, key) => {
+  test.each(LINKING_EVENTS)("%s with neither ID known: one new person, with the event's distinct ID's deterministic id", async (name, key) => {
     const [user, other] = [`${name}-new-user`, `${name}-new-other`];
     await capture([{ event: name, distinct_id: user, properties: { [key]: other } }]);
     expect(await personIdsOf(user, other)).toEqual([personIdFor(user), personIdFor(user)]);
     expect((await persons(service.db)).has(personIdFor(other))).toBe(false);
   });
 
-  test.each([
-    ["$identify", "$anon_distinct_id"],
-    ["$create_alias", "alias"],
-  ])("%s with only the other ID known: the event's ID joins that person", async (name, key) => {
+  test.each(LINKING_EVENTS)("%s with only the other ID known: the event's ID joins that person", async (name, key) => {
     const [user, other] = [`${name}-join-user`, `${name}-join-other`];
     await capture([{ event: "$pageview", distinct_id: other }]);
     await capture([{ event: name, distinct_id: user, properties: { [key]: other } }]);
     expect(await personIdsOf(user, other)).toEqual([personIdFor(other), personIdFor(other)]);
   });
 
-  test.each([
-    ["$identify", "$anon_distinct_id"],
-    ["$create_alias", "alias"],
-  ])("%s with only the event's ID known: the other ID joins it", async (name, key) => {
+  test.each(LINKING_EVENTS)("%s with only the event's ID known: the other ID joins it", async (name, key) => {
     const [user, other] = [`${name}-known-user`, `${name}-known-other`];
     await capture([{ event: "$pageview", distinct_id: user }]);
     await capture([{ event: name, distinct_id: user, properties: { [key]: other } }]);
     expect(await personIdsOf(user, other)).toEqual([personIdFor(user), personIdFor(user)]);
   });
 
-  test.each([
-    ["$identify", "$anon_distinct_id"],
-    ["$create_alias", "alias"],
-  ])("%s with both known on different persons merges the other person into the event's", async (name, key) => {
+  test.each(LINKING_EVENTS)("%s with both known on different persons merges the other person into the event's", async (name, key) => {
     const [user, other, otherAlias] = [`${name}-m-user`, `${name}-m-other`, `${name}-m-other-alias`];
     await capture([
       { event: "$pageview", distinct_id: user, properties: { $set: { plan: "pro", shared: "user" } } },

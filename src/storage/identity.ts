@@ -3,7 +3,7 @@ import type { Timestamp } from "../capture/timestamp";
 import type { Properties } from "../capture/validate";
 import { LruCache } from "./cache";
 import type { ClickHouse } from "./clickhouse";
-import { linkedIdOf, personUpdatesOf, updatedProperties } from "./person-rules";
+import { changesPersons, personIntentOf, updatedProperties, type PersonIntent } from "./person-rules";
 import type { DistinctIdRow, PersonRow } from "./schema";
 import { VersionClock } from "./version-clock";
 
@@ -71,10 +71,11 @@ export class IdentityResolver {
 
   async resolve(events: readonly CapturedEvent[]): Promise<Resolution> {
     const batch = new IdentityBatch(this.db, this.#clock);
+    const intents = events.map(personIntentOf);
     try {
-      await batch.load(events, this.#links, this.#persons);
+      await batch.load(intents, this.#links, this.#persons);
       const personIds: string[] = [];
-      for (const event of events) personIds.push(await batch.apply(event));
+      for (const intent of intents) personIds.push(await batch.apply(intent));
       return {
         personIds,
         persons: batch.personRows(),
@@ -109,15 +110,15 @@ class IdentityBatch {
     private readonly clock: VersionClock,
   ) {}
 
-  async load(events: readonly CapturedEvent[], cachedLinks: LruCache<string, Link>, cachedPersons: LruCache<string, Person>) {
+  async load(intents: readonly PersonIntent[], cachedLinks: LruCache<string, Link>, cachedPersons: LruCache<string, Person>) {
     const wanted = new Set<string>();
     const fresh = new Set<string>();
-    for (const event of events) {
-      const other = linkedIdOf(event);
-      const changesPerson = other !== undefined || event.event === "$identify" || personUpdatesOf(event.properties) !== undefined;
-      for (const id of other === undefined ? [event.distinctId] : [event.distinctId, other]) {
+    for (const intent of intents) {
+      const changes = changesPersons(intent);
+      const { distinctId } = intent.event;
+      for (const id of intent.linkedId === undefined ? [distinctId] : [distinctId, intent.linkedId]) {
         wanted.add(id);
-        if (changesPerson) fresh.add(id);
+        if (changes) fresh.add(id);
       }
     }
 
@@ -153,19 +154,17 @@ class IdentityBatch {
   }
 
   /** Applies one event and returns the person it belongs to. */
-  async apply(event: CapturedEvent): Promise<string> {
-    const other = linkedIdOf(event);
-    if (other !== undefined) await this.#link(event.distinctId, other, event);
+  async apply({ event, linkedId, updates, identifies }: PersonIntent): Promise<string> {
+    if (linkedId !== undefined) await this.#link(event.distinctId, linkedId, event);
     const person = this.#personOf(event.distinctId, event);
     this.#seen.add(event.distinctId);
 
-    const updates = personUpdatesOf(event.properties);
     const properties = updates === undefined ? undefined : updatedProperties(person.properties, updates);
-    const identifies = event.event === "$identify" && !person.isIdentified;
-    if (properties !== undefined || identifies) {
+    const becomesIdentified = identifies && !person.isIdentified;
+    if (properties !== undefined || becomesIdentified) {
       const draft = this.#edit(person.id);
       if (properties !== undefined) draft.properties = properties;
-      if (identifies) {
+      if (becomesIdentified) {
         draft.isIdentified = true;
         draft.distinctId = event.distinctId;
       }

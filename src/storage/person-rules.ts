@@ -42,6 +42,29 @@ export function linkedIdOf(event: CapturedEvent): string | undefined {
   return isLinkable(other) && isLinkable(event.distinctId) ? other : undefined;
 }
 
+/** What one event asks of the person model. */
+export interface PersonIntent {
+  readonly event: CapturedEvent;
+  /** The ID to put on the event's person (see linkedIdOf). */
+  readonly linkedId: string | undefined;
+  readonly updates: PersonUpdates | undefined;
+  readonly identifies: boolean;
+}
+
+export function personIntentOf(event: CapturedEvent): PersonIntent {
+  return {
+    event,
+    linkedId: linkedIdOf(event),
+    updates: personUpdatesOf(event.properties),
+    identifies: event.event === "$identify",
+  };
+}
+
+/** Whether applying the event may change a link or a person (rather than only read them). */
+export function changesPersons(intent: PersonIntent): boolean {
+  return intent.linkedId !== undefined || intent.updates !== undefined || intent.identifies;
+}
+
 export interface PersonUpdates {
   readonly set: Properties | undefined;
   readonly setOnce: Properties | undefined;

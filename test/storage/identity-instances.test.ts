@@ -1,7 +1,7 @@
 import { expect, test } from "bun:test";
 import { personIdFor } from "../../src/storage/identity";
 import { expectNoSplitPersons, expectStoredToMatch, IdentityModel, random, randomEvent } from "../helpers/identity-model";
-import { events, links } from "../helpers/rows";
+import { events, links, personOf } from "../helpers/rows";
 import { send, startService, type TestService } from "../helpers/service";
 
 const KEY = "key-1";
@@ -64,13 +64,9 @@ test("an instance that changes a person reads it fresh, whatever its cache says"
     await send(b, { api_key: KEY, batch: [{ event: "e", distinct_id: "w-user", properties: { $set: { seats: 3 } } }] });
     // `a` has w-user cached with only {plan}; its update must build on what `b` wrote
     await send(a, { api_key: KEY, batch: [{ event: "e", distinct_id: "w-user", properties: { $set_once: { source: "ad" } } }] });
-    const link = (await links(a.db)).get("w-user")!;
-    expect(link.person_id).toBe(personIdFor("w-user"));
-    const [row] = await a.db.rows<{ properties: string }>(
-      `SELECT properties FROM ${a.db.table("persons")} FINAL WHERE id = {id:UUID}`,
-      { id: link.person_id },
-    );
-    expect(JSON.parse(row!.properties)).toEqual({ plan: "free", seats: 3, source: "ad" });
+    const person = await personOf(a.db, "w-user");
+    expect(person?.id).toBe(personIdFor("w-user"));
+    expect(person?.properties).toEqual({ plan: "free", seats: 3, source: "ad" });
   } finally {
     await b.stop({ drop: false });
     await a.stop();

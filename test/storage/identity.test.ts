@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, spyOn, test } from "bun:test";
 import { personIdFor } from "../../src/storage/identity";
-import { count, events, links, persons } from "../helpers/rows";
+import { count, events, links, personOf, persons } from "../helpers/rows";
 import { send, startService, type TestService } from "../helpers/service";
 
 const KEY = "key-1";
@@ -84,13 +84,6 @@ describe("basic identity rules (SPEC §2.5 rules 1–4)", () => {
     }
   });
 });
-
-/** The live person a distinct ID resolves to now, read the way an analyst would. */
-async function resolve(distinctId: string) {
-  const link = (await links(service.db)).get(distinctId);
-  if (link === undefined) return undefined;
-  return (await persons(service.db)).get(link.person_id);
-}
 
 async function personIdsOf(...distinctIds: string[]): Promise<string[]> {
   const all = await links(service.db);
@@ -204,19 +197,19 @@ describe("person properties (SPEC §2.5 rule 7)", () => {
       { event: "upgraded", distinct_id: "props-user", properties: { $set: { plan: "pro" }, $set_once: { first_seen: "tue", source: "ad" } } },
       { event: "cleaned", distinct_id: "props-user", properties: { $unset: ["seats"] } },
     ]);
-    expect((await resolve("props-user"))?.properties).toEqual({ plan: "pro", first_seen: "mon", source: "ad" });
+    expect((await personOf(service.db, "props-user"))?.properties).toEqual({ plan: "pro", first_seen: "mon", source: "ad" });
     await capture([{ event: "later", distinct_id: "props-user", properties: { $set: { plan: "team" }, $set_once: { plan: "x", seats: 5 } } }]);
-    expect((await resolve("props-user"))?.properties).toEqual({ plan: "team", first_seen: "mon", source: "ad", seats: 5 });
+    expect((await personOf(service.db, "props-user"))?.properties).toEqual({ plan: "team", first_seen: "mon", source: "ad", seats: 5 });
   });
 
   test("$identify marks the person identified; the primary ID is the identified one, else the first seen", async () => {
     await capture([{ event: "$pageview", distinct_id: "primary-anon" }]);
-    expect(await resolve("primary-anon")).toMatchObject({ distinct_id: "primary-anon", is_identified: 0 });
+    expect(await personOf(service.db, "primary-anon")).toMatchObject({ distinct_id: "primary-anon", is_identified: 0 });
     await capture([{ event: "$identify", distinct_id: "primary-user", properties: { $anon_distinct_id: "primary-anon" } }]);
-    expect(await resolve("primary-anon")).toMatchObject({ id: personIdFor("primary-anon"), distinct_id: "primary-user", is_identified: 1 });
+    expect(await personOf(service.db, "primary-anon")).toMatchObject({ id: personIdFor("primary-anon"), distinct_id: "primary-user", is_identified: 1 });
     // a later identify under another ID keeps the first identified ID as primary
     await capture([{ event: "$identify", distinct_id: "primary-user-2", properties: { $anon_distinct_id: "primary-user" } }]);
-    expect(await resolve("primary-user-2")).toMatchObject({ distinct_id: "primary-user", is_identified: 1 });
+    expect(await personOf(service.db, "primary-user-2")).toMatchObject({ distinct_id: "primary-user", is_identified: 1 });
   });
 
   test("$create_alias does not identify; a merge keeps an identified primary ID", async () => {
@@ -225,7 +218,7 @@ describe("person properties (SPEC §2.5 rule 7)", () => {
       { event: "$pageview", distinct_id: "alias-anon" },
       { event: "$create_alias", distinct_id: "alias-anon", properties: { alias: "alias-known" } },
     ]);
-    expect(await resolve("alias-known")).toMatchObject({ id: personIdFor("alias-anon"), distinct_id: "alias-known", is_identified: 1 });
+    expect(await personOf(service.db, "alias-known")).toMatchObject({ id: personIdFor("alias-anon"), distinct_id: "alias-known", is_identified: 1 });
   });
 });
 
@@ -279,7 +272,7 @@ describe("under concurrency", () => {
   test("concurrent first sightings of one new ID make one person with every update", async () => {
     const requests = Array.from({ length: 16 }, (_, i) => capture([{ event: "e", distinct_id: "c-new", properties: { $set: { [`r${i}`]: i } } }]));
     await Promise.all(requests);
-    const person = await resolve("c-new");
+    const person = await personOf(service.db, "c-new");
     expect(person?.id).toBe(personIdFor("c-new"));
     expect(Object.keys(person!.properties).sort()).toEqual(Array.from({ length: 16 }, (_, i) => `r${i}`).sort());
   });

@@ -9,7 +9,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { normalize, type CapturedEvent } from "../src/capture/normalize";
+import { type CapturedEvent, normalize } from "../src/capture/normalize";
 import { timestampOf } from "../src/capture/timestamp";
 import { loadConfig } from "../src/config";
 import { serve } from "../src/server";
@@ -44,7 +44,13 @@ function pageview(distinctId: string, i: number) {
 function captured(distinctId: string, i: number): CapturedEvent {
   const raw = pageview(distinctId, i);
   return normalize(
-    { event: raw.event, distinctId, properties: raw.properties, timestamp: timestampOf(new Date(raw.timestamp)), uuid: raw.uuid },
+    {
+      event: raw.event,
+      distinctId,
+      properties: raw.properties,
+      timestamp: timestampOf(new Date(raw.timestamp)),
+      uuid: raw.uuid,
+    },
     timestampOf(new Date()),
   );
 }
@@ -93,7 +99,9 @@ async function httpThroughput(): Promise<void> {
   const engineSecs = seconds(baselineStart);
   await storage.close();
 
-  console.log(`http: ${total.toLocaleString("en")} events, ${CLIENTS} concurrent clients x ${EVENTS_PER_REQUEST} events per request`);
+  console.log(
+    `http: ${total.toLocaleString("en")} events, ${CLIENTS} concurrent clients x ${EVENTS_PER_REQUEST} events per request`,
+  );
   console.log(`  service        ${rate(total, serviceSecs)} (${serviceSecs.toFixed(2)} s)`);
   console.log(`  engine inserts ${rate(total, engineSecs)} (${engineSecs.toFixed(2)} s, baseline)`);
   console.log(`  ratio service/engine: ${(engineSecs / serviceSecs).toFixed(2)}`);
@@ -125,7 +133,8 @@ async function personScaling(): Promise<void> {
     await storage.close();
   }
   console.log(`persons: ${MEASURED.toLocaleString("en")} events over known distinct IDs, ${BATCH} per write`);
-  for (const [name, micros] of Object.entries(results)) console.log(`  ${name.padEnd(12)} ${micros.toFixed(1)} µs/event`);
+  for (const [name, micros] of Object.entries(results))
+    console.log(`  ${name.padEnd(12)} ${micros.toFixed(1)} µs/event`);
   for (const phase of ["warm", "cold"]) {
     const ratio = results[`${phase} 100000`]! / results[`${phase} 1000`]!;
     console.log(`  ratio ${phase} 100,000 / 1,000 persons: ${ratio.toFixed(2)} (1.0 = cost independent of persons)`);

@@ -3,7 +3,13 @@ import { type } from "arktype";
 
 /** Where the data goes: a ClickHouse server over HTTP, or chDB embedded in this process. */
 export type ClickHouseConfig =
-  | { readonly kind: "server"; readonly url: string; readonly user: string; readonly password: string; readonly database: string }
+  | {
+      readonly kind: "server";
+      readonly url: string;
+      readonly user: string;
+      readonly password: string;
+      readonly database: string;
+    }
   | { readonly kind: "embedded"; readonly dataDir: string; readonly database: string };
 
 export interface Config {
@@ -50,7 +56,9 @@ const Env = type({
   "ALLOWED_ORIGINS?": list.to(
     type("string[]").narrow((origins, ctx) => {
       const bad = origins.find((origin) => !isOrigin(origin));
-      return bad === undefined || ctx.reject({ expected: "a list of origins like https://app.example.com", actual: bad });
+      return (
+        bad === undefined || ctx.reject({ expected: "a list of origins like https://app.example.com", actual: bad })
+      );
     }),
   ),
   "PUBLIC_API_KEYS?": list,
@@ -76,7 +84,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const present: Record<string, string> = {};
   for (const name of ENV_NAMES) {
     const value = env[name];
-    if (value !== undefined && value.trim() !== "") present[name] = name === "CLICKHOUSE_PASSWORD" ? value : value.trim();
+    if (value !== undefined && value.trim() !== "")
+      present[name] = name === "CLICKHOUSE_PASSWORD" ? value : value.trim();
   }
   const parsed = Env(present);
   if (parsed instanceof type.errors) throw new ConfigError(`Invalid configuration:\n${indent(parsed.summary)}`);

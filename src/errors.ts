@@ -25,7 +25,8 @@ export const fail = {
   originNotAllowed: () => new IngestError(403, "Origin is not allowed"),
   // 404, 405
   notFound: () => new IngestError(404, "Not found"),
-  methodNotAllowed: (allowed: string) => new IngestError(405, `Method not allowed. Use ${allowed}.`, { Allow: allowed }),
+  methodNotAllowed: (allowed: string) =>
+    new IngestError(405, `Method not allowed. Use ${allowed}.`, { Allow: allowed }),
   // 413
   tooManyEvents: (count: number, max: number) => new IngestError(413, `Batch has ${count} events, maximum is ${max}`),
   bodyTooLarge: (max: number) => new IngestError(413, `Request body is larger than the maximum of ${max} bytes`),

@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig, type Config } from "./config";
+import { type Config, ConfigError, loadConfig } from "./config";
 import { serve } from "./server";
 import { Storage } from "./storage";
 

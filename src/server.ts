@@ -1,7 +1,7 @@
 import type { Server } from "bun";
 import { captureBatch } from "./capture";
 import type { Config } from "./config";
-import { fail, IngestError, INTERNAL_ERROR_MESSAGE } from "./errors";
+import { fail, INTERNAL_ERROR_MESSAGE, IngestError } from "./errors";
 import type { Storage } from "./storage";
 
 /**

@@ -38,7 +38,10 @@ describe("loadConfig", () => {
       password: " secret ",
       database: "analytics",
     });
-    expect(loadConfig({ CLICKHOUSE_URL: "https://ch.example.com" }).clickhouse).toMatchObject({ user: "default", password: "" });
+    expect(loadConfig({ CLICKHOUSE_URL: "https://ch.example.com" }).clickhouse).toMatchObject({
+      user: "default",
+      password: "",
+    });
   });
 
   test("empty values count as unset", () => {
@@ -69,7 +72,14 @@ describe("loadConfig", () => {
     }
     expect(error).toBeInstanceOf(ConfigError);
     const message = (error as Error).message;
-    for (const name of ["PORT", "MAX_EVENTS_PER_BATCH", "MAX_BATCH_BYTES", "ALLOWED_ORIGINS", "CLICKHOUSE_URL", "CLICKHOUSE_DATABASE"]) {
+    for (const name of [
+      "PORT",
+      "MAX_EVENTS_PER_BATCH",
+      "MAX_BATCH_BYTES",
+      "ALLOWED_ORIGINS",
+      "CLICKHOUSE_URL",
+      "CLICKHOUSE_DATABASE",
+    ]) {
       expect(message).toContain(name);
     }
     expect(message).toContain("https://bad.example.com/");

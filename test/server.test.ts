@@ -57,14 +57,25 @@ describe("a database write error", () => {
   test("is a 500 Error object, logged; the client's retry then succeeds without duplicates", async () => {
     const body = {
       api_key: KEY,
-      batch: [{ event: "will_fail", distinct_id: "user-500", uuid: "0190b4a1-0000-7000-8000-0000000005a0", timestamp: "2024-06-01T00:00:00Z" }],
+      batch: [
+        {
+          event: "will_fail",
+          distinct_id: "user-500",
+          uuid: "0190b4a1-0000-7000-8000-0000000005a0",
+          timestamp: "2024-06-01T00:00:00Z",
+        },
+      ],
     };
     await service.db.command(`DROP TABLE ${service.db.table("sessions_mv")}`);
     await service.db.command(`DROP TABLE ${service.db.table("events")}`);
     const logged = spyOn(console, "error").mockImplementation(() => {});
     try {
       const sent = await send(service, body);
-      expect(sent).toEqual({ status: 500, body: { status: "error", error: "Internal server error" }, headers: sent.headers });
+      expect(sent).toEqual({
+        status: 500,
+        body: { status: "error", error: "Internal server error" },
+        headers: sent.headers,
+      });
       expect(logged).toHaveBeenCalled();
       expect(String(logged.mock.calls[0]?.[0])).toContain("POST /batch/");
     } finally {

@@ -29,10 +29,10 @@ export function normalize(event: AcceptedEvent, receivedAt: Timestamp): Captured
     distinctId: event.distinctId,
     properties,
     timestamp: event.timestamp ?? receivedAt,
-    sessionId: column(properties["$session_id"]),
-    windowId: column(properties["$window_id"]),
-    currentUrl: column(properties["$current_url"]),
-    host: column(properties["$host"]),
+    sessionId: column(properties.$session_id),
+    windowId: column(properties.$window_id),
+    currentUrl: column(properties.$current_url),
+    host: column(properties.$host),
     receivedAt,
   };
 }

@@ -20,7 +20,20 @@ const ISO_DATE_TIME =
 export function parseTimestamp(text: string): Timestamp | undefined {
   const match = ISO_DATE_TIME.exec(text);
   if (match === null) return undefined;
-  const [, year, month, day, hour, minute, second = "0", fraction = "", , sign, offsetHours = "0", offsetMinutes = "0"] = match;
+  const [
+    ,
+    year,
+    month,
+    day,
+    hour,
+    minute,
+    second = "0",
+    fraction = "",
+    ,
+    sign,
+    offsetHours = "0",
+    offsetMinutes = "0",
+  ] = match;
   const y = Number(year);
   const mo = Number(month);
   const d = Number(day);

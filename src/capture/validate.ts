@@ -78,7 +78,7 @@ function timestampOf(item: Item, index: number): Timestamp | undefined {
 
 /** First usable carrier wins: `distinct_id`, then `properties.distinct_id`, then `properties.$distinct_id`. */
 function distinctIdOf(item: Item, properties: Properties): string | undefined {
-  for (const carrier of [item.distinct_id, properties["distinct_id"], properties["$distinct_id"]]) {
+  for (const carrier of [item.distinct_id, properties.distinct_id, properties.$distinct_id]) {
     const distinctId = distinctIdFrom(carrier);
     if (distinctId !== undefined) return distinctId;
   }

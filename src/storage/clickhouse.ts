@@ -1,5 +1,5 @@
 import { mkdirSync } from "node:fs";
-import { createClient, type ClickHouseClient, type ClickHouseClientConfigOptions } from "@clickhouse/client";
+import { type ClickHouseClient, type ClickHouseClientConfigOptions, createClient } from "@clickhouse/client";
 import { createChdbConnection } from "chdb/connection";
 import type { ClickHouseConfig } from "../config";
 
@@ -26,7 +26,9 @@ export class ClickHouse {
     mkdirSync(config.dataDir, { recursive: true });
     // The client declares the Connection contract from its own bundled copy of client-common, chDB from the
     // package; they are the same shape but TypeScript tells the copies apart.
-    const connection = createChdbConnection({ path: config.dataDir }) as unknown as NonNullable<ClickHouseClientConfigOptions["connection"]>;
+    const connection = createChdbConnection({ path: config.dataDir }) as unknown as NonNullable<
+      ClickHouseClientConfigOptions["connection"]
+    >;
     const client = createClient({ connection });
     return new ClickHouse(client, config.database, "embedded");
   }

@@ -3,7 +3,7 @@ import type { Timestamp } from "../capture/timestamp";
 import type { Properties } from "../capture/validate";
 import { LruCache } from "./cache";
 import type { ClickHouse } from "./clickhouse";
-import { changesPersons, personIntentOf, updatedProperties, type PersonIntent } from "./person-rules";
+import { changesPersons, type PersonIntent, personIntentOf, updatedProperties } from "./person-rules";
 import type { DistinctIdRow, PersonRow } from "./schema";
 import { VersionClock } from "./version-clock";
 
@@ -110,7 +110,11 @@ class IdentityBatch {
     private readonly clock: VersionClock,
   ) {}
 
-  async load(intents: readonly PersonIntent[], cachedLinks: LruCache<string, Link>, cachedPersons: LruCache<string, Person>) {
+  async load(
+    intents: readonly PersonIntent[],
+    cachedLinks: LruCache<string, Link>,
+    cachedPersons: LruCache<string, Person>,
+  ) {
     const wanted = new Set<string>();
     const fresh = new Set<string>();
     for (const intent of intents) {
@@ -279,7 +283,8 @@ class IdentityBatch {
   /** Caches what this batch read or wrote; entries that came from the cache keep their original expiry. */
   remember(links: LruCache<string, Link>, persons: LruCache<string, Person>): void {
     for (const id of new Set([...this.#loadedLinks, ...this.#changedLinks])) links.set(id, this.#links.get(id)!);
-    for (const id of new Set([...this.#loadedPersons, ...this.#changedPersons])) persons.set(id, this.#persons.get(id)!);
+    for (const id of new Set([...this.#loadedPersons, ...this.#changedPersons]))
+      persons.set(id, this.#persons.get(id)!);
   }
 
   forget(links: LruCache<string, Link>, persons: LruCache<string, Person>): void {
@@ -363,4 +368,3 @@ async function loadPersons(db: ClickHouse, personIds: readonly string[]): Promis
     version: Number(row.latest_version),
   }));
 }
-

@@ -2,7 +2,7 @@ import type { CapturedEvent } from "../capture/normalize";
 import type { ClickHouseConfig } from "../config";
 import { ClickHouse } from "./clickhouse";
 import { GroupCommit } from "./group-commit";
-import { DEFAULT_IDENTITY_OPTIONS, IdentityResolver, type IdentityOptions } from "./identity";
+import { DEFAULT_IDENTITY_OPTIONS, type IdentityOptions, IdentityResolver } from "./identity";
 import { createSchema, eventRow } from "./schema";
 
 export interface StorageOptions {
@@ -27,7 +27,10 @@ export class Storage {
     options: StorageOptions,
   ) {
     this.#identity = new IdentityResolver(db, options.identity ?? DEFAULT_IDENTITY_OPTIONS);
-    this.#commits = new GroupCommit((events) => this.#write(events), options.maxFlushEvents ?? DEFAULT_MAX_FLUSH_EVENTS);
+    this.#commits = new GroupCommit(
+      (events) => this.#write(events),
+      options.maxFlushEvents ?? DEFAULT_MAX_FLUSH_EVENTS,
+    );
   }
 
   /** Connects and creates the schema if it is missing. */

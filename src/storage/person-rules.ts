@@ -34,9 +34,11 @@ export function isLinkable(distinctId: string): boolean {
  */
 export function linkedIdOf(event: CapturedEvent): string | undefined {
   const carrier =
-    event.event === "$identify" ? event.properties["$anon_distinct_id"]
-    : event.event === "$create_alias" ? event.properties["alias"]
-    : undefined;
+    event.event === "$identify"
+      ? event.properties.$anon_distinct_id
+      : event.event === "$create_alias"
+        ? event.properties.alias
+        : undefined;
   const other = distinctIdFrom(carrier);
   if (other === undefined || other === event.distinctId) return undefined;
   return isLinkable(other) && isLinkable(event.distinctId) ? other : undefined;
@@ -73,18 +75,19 @@ export interface PersonUpdates {
 
 /** `$set`, `$set_once` and `$unset` (a list of keys, or an object whose keys are removed) from event properties. */
 export function personUpdatesOf(properties: Properties): PersonUpdates | undefined {
-  const set = properties["$set"];
-  const setOnce = properties["$set_once"];
-  const unset = properties["$unset"];
+  const set = properties.$set;
+  const setOnce = properties.$set_once;
+  const unset = properties.$unset;
   const updates: PersonUpdates = {
     set: isObject(set) ? set : undefined,
     setOnce: isObject(setOnce) ? setOnce : undefined,
-    unset:
-      Array.isArray(unset) ? unset.filter((key): key is string => typeof key === "string")
-      : isObject(unset) ? Object.keys(unset)
-      : undefined,
+    unset: Array.isArray(unset)
+      ? unset.filter((key): key is string => typeof key === "string")
+      : isObject(unset)
+        ? Object.keys(unset)
+        : undefined,
   };
-  return updates.set ?? updates.setOnce ?? updates.unset ? updates : undefined;
+  return (updates.set ?? updates.setOnce ?? updates.unset) ? updates : undefined;
 }
 
 /**

@@ -35,15 +35,24 @@ describe("Content-Type", () => {
     async (contentType) => {
       const before = await storedEvents();
       const sent = await send(service, batch(), { headers: { "content-type": contentType } });
-      expect(sent).toMatchObject({ status: 415, body: { status: "error", error: "Unsupported content type. Use application/json." } });
+      expect(sent).toMatchObject({
+        status: 415,
+        body: { status: "error", error: "Unsupported content type. Use application/json." },
+      });
       expect(await storedEvents()).toBe(before);
     },
   );
 
   test("a missing Content-Type is 415", async () => {
-    const response = await fetch(`${service.url}/batch/`, { method: "POST", body: new Blob([JSON.stringify(batch())]) });
+    const response = await fetch(`${service.url}/batch/`, {
+      method: "POST",
+      body: new Blob([JSON.stringify(batch())]),
+    });
     expect(response.status).toBe(415);
-    expect(await response.json()).toEqual({ status: "error", error: "Unsupported content type. Use application/json." });
+    expect(await response.json()).toEqual({
+      status: "error",
+      error: "Unsupported content type. Use application/json.",
+    });
   });
 });
 
@@ -57,7 +66,10 @@ describe("Content-Encoding", () => {
 
   test.each(["br", "deflate", "identity", "gzip, br", "x-gzip"])("%p is 415 and names the value", async (encoding) => {
     const sent = await send(service, batch(), { headers: { "content-encoding": encoding } });
-    expect(sent).toMatchObject({ status: 415, body: { status: "error", error: `Unsupported content-encoding: ${encoding}` } });
+    expect(sent).toMatchObject({
+      status: 415,
+      body: { status: "error", error: `Unsupported content-encoding: ${encoding}` },
+    });
   });
 
   test("a body that is not gzip is 400", async () => {
@@ -89,7 +101,7 @@ describe("MAX_BATCH_BYTES", () => {
 
   test("a body just within the limit is accepted", async () => {
     const body = JSON.stringify(batch());
-    const padded = body.slice(0, -1) + " ".repeat(MAX_BATCH_BYTES - body.length) + "}";
+    const padded = `${body.slice(0, -1) + " ".repeat(MAX_BATCH_BYTES - body.length)}}`;
     expect(padded.length).toBe(MAX_BATCH_BYTES);
     expect((await send(service, padded)).status).toBe(200);
   });
@@ -144,7 +156,10 @@ describe("MAX_BATCH_BYTES", () => {
 describe("JSON", () => {
   test.each(["{", "", "not json", '{"batch": [}', "\u00ff\u00fe"])("%p is 400", async (body) => {
     const sent = await send(service, body);
-    expect(sent).toMatchObject({ status: 400, body: { status: "error", error: "Payload must be a JSON object with a non-empty batch array" } });
+    expect(sent).toMatchObject({
+      status: 400,
+      body: { status: "error", error: "Payload must be a JSON object with a non-empty batch array" },
+    });
   });
 
   test("malformed JSON inside gzip is 400 too", async () => {
@@ -157,11 +172,14 @@ test("a raw HTTP/1.1 chunked request without Content-Length works", async () => 
   const body = JSON.stringify(batch(2));
   const { port } = new URL(service.url);
   const answer = await new Promise<{ status: number; text: string }>((resolve, reject) => {
-    const req = request({ host: "127.0.0.1", port, path: "/batch/", method: "POST", headers: { "content-type": "application/json" } }, (res) => {
-      let text = "";
-      res.on("data", (chunk) => (text += chunk));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
-    });
+    const req = request(
+      { host: "127.0.0.1", port, path: "/batch/", method: "POST", headers: { "content-type": "application/json" } },
+      (res) => {
+        let text = "";
+        res.on("data", (chunk) => (text += chunk));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
+      },
+    );
     req.on("error", reject);
     req.write(body.slice(0, 10));
     req.end(body.slice(10));

@@ -9,7 +9,12 @@ const KEY = "key-1";
 let service: TestService;
 
 beforeAll(async () => {
-  service = await startService({ ALLOWED_ORIGINS: ORIGIN, PUBLIC_API_KEYS: KEY, MAX_EVENTS_PER_BATCH: "2", MAX_BATCH_BYTES: "2048" });
+  service = await startService({
+    ALLOWED_ORIGINS: ORIGIN,
+    PUBLIC_API_KEYS: KEY,
+    MAX_EVENTS_PER_BATCH: "2",
+    MAX_BATCH_BYTES: "2048",
+  });
 });
 afterAll(() => service.stop());
 
@@ -17,7 +22,10 @@ const ok = { api_key: KEY, batch: [{ event: "e", distinct_id: "u" }] };
 
 describe("order of checks: the earlier failure wins", () => {
   test("compression parameter before Content-Type", async () => {
-    const sent = await send(service, ok, { path: "/batch/?compression=gzip-js", headers: { "content-type": "text/plain" } });
+    const sent = await send(service, ok, {
+      path: "/batch/?compression=gzip-js",
+      headers: { "content-type": "text/plain" },
+    });
     expect(sent.status).toBe(415);
     expect(sent.body.error).toContain("compression");
   });
@@ -47,11 +55,17 @@ describe("order of checks: the earlier failure wins", () => {
 
   test("event count before the api_key", async () => {
     const batch = [1, 2, 3].map((i) => ({ event: "e", distinct_id: `u${i}` }));
-    expect(await send(service, { api_key: "wrong", batch })).toMatchObject({ status: 413, body: { error: "Batch has 3 events, maximum is 2" } });
+    expect(await send(service, { api_key: "wrong", batch })).toMatchObject({
+      status: 413,
+      body: { error: "Batch has 3 events, maximum is 2" },
+    });
   });
 
   test("mixed keys before invalid keys", async () => {
-    const sent = await send(service, { api_key: "wrong", batch: [{ event: "e", distinct_id: "u", api_key: "also-wrong" }] });
+    const sent = await send(service, {
+      api_key: "wrong",
+      batch: [{ event: "e", distinct_id: "u", api_key: "also-wrong" }],
+    });
     expect(sent.status).toBe(400);
   });
 

@@ -91,20 +91,34 @@ describe("stored events", () => {
     const generated = (await storedByEvent("without_uuid")).map((e) => e.uuid);
     expect(generated).toHaveLength(2);
     expect(new Set(generated).size).toBe(2);
-    for (const id of generated) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    for (const id of generated)
+      expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
   });
 
   test("a retried batch (same uuids) collapses to one copy of each event", async () => {
     const batch = {
       api_key: KEY,
       batch: [
-        { event: "retried", distinct_id: "user-retry", uuid: "0190b4a1-0000-7000-8000-000000000001", timestamp: "2024-05-02T00:00:00Z" },
-        { event: "retried", distinct_id: "user-retry", uuid: "0190b4a1-0000-7000-8000-000000000002", timestamp: "2024-05-02T00:00:01Z" },
+        {
+          event: "retried",
+          distinct_id: "user-retry",
+          uuid: "0190b4a1-0000-7000-8000-000000000001",
+          timestamp: "2024-05-02T00:00:00Z",
+        },
+        {
+          event: "retried",
+          distinct_id: "user-retry",
+          uuid: "0190b4a1-0000-7000-8000-000000000002",
+          timestamp: "2024-05-02T00:00:01Z",
+        },
       ],
     };
     expect((await send(service, batch)).status).toBe(200);
     expect((await send(service, batch)).status).toBe(200);
     const deduplicated = (await events(service.db, { final: true })).filter((e) => e.event === "retried");
-    expect(deduplicated.map((e) => e.uuid)).toEqual(["0190b4a1-0000-7000-8000-000000000001", "0190b4a1-0000-7000-8000-000000000002"]);
+    expect(deduplicated.map((e) => e.uuid)).toEqual([
+      "0190b4a1-0000-7000-8000-000000000001",
+      "0190b4a1-0000-7000-8000-000000000002",
+    ]);
   });
 });

@@ -11,7 +11,10 @@ beforeAll(async () => {
 });
 afterAll(() => service.stop());
 
-const INVALID_PAYLOAD = { status: 400, body: { status: "error", error: "Payload must be a JSON object with a non-empty batch array" } };
+const INVALID_PAYLOAD = {
+  status: 400,
+  body: { status: "error", error: "Payload must be a JSON object with a non-empty batch array" },
+};
 
 describe("the payload", () => {
   test.each([
@@ -33,7 +36,10 @@ describe("the payload", () => {
       status: 413,
       body: { status: "error", error: "Batch has 6 events, maximum is 5" },
     });
-    expect(await send(service, { api_key: KEY, batch: batch.slice(0, 5) })).toMatchObject({ status: 200, body: { ingested: 5 } });
+    expect(await send(service, { api_key: KEY, batch: batch.slice(0, 5) })).toMatchObject({
+      status: 200,
+      body: { ingested: 5 },
+    });
   });
 
   test("unknown top-level and event-level fields are ignored", async () => {
@@ -42,7 +48,9 @@ describe("the payload", () => {
       historical_migration: true,
       sent_at: "2024-01-01T00:00:00Z",
       whatever: { nested: [1] },
-      batch: [{ event: "ignored_fields", distinct_id: "u-ignored", type: "capture", library: "x", $set: { a: 1 }, offset: 5 }],
+      batch: [
+        { event: "ignored_fields", distinct_id: "u-ignored", type: "capture", library: "x", $set: { a: 1 }, offset: 5 },
+      ],
     });
     expect(sent).toMatchObject({ status: 200, body: { ingested: 1, dropped: 0 } });
     const stored = (await events(service.db)).find((e) => e.event === "ignored_fields")!;
@@ -64,7 +72,10 @@ describe("dropped events", () => {
       ],
     });
     expect(sent).toMatchObject({ status: 200, body: { status: "ok", ingested: 1, dropped: 4 } });
-    const more = await send(service, { api_key: KEY, batch: [null, 7, "event", ["event"], { event: "kept", distinct_id: "" }] });
+    const more = await send(service, {
+      api_key: KEY,
+      batch: [null, 7, "event", ["event"], { event: "kept", distinct_id: "" }],
+    });
     expect(more).toMatchObject({ status: 200, body: { ingested: 0, dropped: 5 } });
     expect(await count(service.db, "events")).toBe(before + 1);
   });
@@ -89,7 +100,9 @@ describe("timestamps", () => {
   });
 
   test("a null timestamp means none", async () => {
-    expect(await send(service, { api_key: KEY, batch: [{ event: "e", distinct_id: "u", timestamp: null }] })).toMatchObject({ status: 200 });
+    expect(
+      await send(service, { api_key: KEY, batch: [{ event: "e", distinct_id: "u", timestamp: null }] }),
+    ).toMatchObject({ status: 200 });
   });
 
   test("the timestamp of an item that is dropped is checked too", async () => {
@@ -102,14 +115,18 @@ describe("acceptEvents", () => {
   const accept = (item: unknown) => acceptEvents([item]).events[0];
 
   test("distinct ID precedence: distinct_id, then properties.distinct_id, then properties.$distinct_id", () => {
-    expect(accept({ event: "e", distinct_id: "a", properties: { distinct_id: "b", $distinct_id: "c" } })?.distinctId).toBe("a");
+    expect(
+      accept({ event: "e", distinct_id: "a", properties: { distinct_id: "b", $distinct_id: "c" } })?.distinctId,
+    ).toBe("a");
     expect(accept({ event: "e", properties: { distinct_id: "b", $distinct_id: "c" } })?.distinctId).toBe("b");
     expect(accept({ event: "e", properties: { $distinct_id: "c" } })?.distinctId).toBe("c");
   });
 
   test("empty strings and non-string values fall through to the next carrier; numbers become strings", () => {
     expect(accept({ event: "e", distinct_id: "", properties: { distinct_id: "b" } })?.distinctId).toBe("b");
-    expect(accept({ event: "e", distinct_id: null, properties: { distinct_id: "", $distinct_id: "c" } })?.distinctId).toBe("c");
+    expect(
+      accept({ event: "e", distinct_id: null, properties: { distinct_id: "", $distinct_id: "c" } })?.distinctId,
+    ).toBe("c");
     expect(accept({ event: "e", distinct_id: { id: 1 }, properties: { $distinct_id: 7 } })?.distinctId).toBe("7");
     expect(accept({ event: "e", distinct_id: 12345 })?.distinctId).toBe("12345");
     expect(accept({ event: "e", distinct_id: 0 })?.distinctId).toBe("0");
@@ -122,8 +139,15 @@ describe("acceptEvents", () => {
   });
 
   test("a valid uuid is kept (lower-cased); anything else is dropped for a generated one", () => {
-    expect(accept({ event: "e", distinct_id: "a", uuid: "0190B4A1-7C2D-7E3F-8A4B-5C6D7E8F9A0B" })?.uuid).toBe("0190b4a1-7c2d-7e3f-8a4b-5c6d7e8f9a0b");
-    for (const uuid of ["not-a-uuid", 42, "00000000-0000-0000-0000-000000000000", "0190b4a1-7c2d-7e3f-8a4b-5c6d7e8f9a0"]) {
+    expect(accept({ event: "e", distinct_id: "a", uuid: "0190B4A1-7C2D-7E3F-8A4B-5C6D7E8F9A0B" })?.uuid).toBe(
+      "0190b4a1-7c2d-7e3f-8a4b-5c6d7e8f9a0b",
+    );
+    for (const uuid of [
+      "not-a-uuid",
+      42,
+      "00000000-0000-0000-0000-000000000000",
+      "0190b4a1-7c2d-7e3f-8a4b-5c6d7e8f9a0",
+    ]) {
       expect(accept({ event: "e", distinct_id: "a", uuid })?.uuid).toBeUndefined();
     }
   });

@@ -1,6 +1,6 @@
 import { expect } from "bun:test";
-import { personIdFor } from "../../src/storage/identity";
 import type { ClickHouse } from "../../src/storage/clickhouse";
+import { personIdFor } from "../../src/storage/identity";
 import { events, links, persons } from "./rows";
 
 /**
@@ -32,9 +32,13 @@ export class IdentityModel {
 
   apply(event: ModelEvent): void {
     const user = event.distinct_id;
-    const other = (event.event === "$identify" ? event.properties.$anon_distinct_id : event.event === "$create_alias" ? event.properties.alias : undefined) as
-      | string
-      | undefined;
+    const other = (
+      event.event === "$identify"
+        ? event.properties.$anon_distinct_id
+        : event.event === "$create_alias"
+          ? event.properties.alias
+          : undefined
+    ) as string | undefined;
     if (other !== undefined && other !== user && !isPlaceholder(other) && !isPlaceholder(user)) {
       const userPerson = this.links.get(user);
       const otherPerson = this.links.get(other);
@@ -48,8 +52,12 @@ export class IdentityModel {
     if (!this.links.has(user)) this.links.set(user, this.create(user));
     const personId = this.links.get(user)!;
     const person = this.persons.get(personId)!;
-    const { $set, $set_once, $unset } = event.properties as Record<string, Record<string, unknown> | string[] | undefined>;
-    for (const [key, value] of Object.entries($set_once ?? {})) if (!(key in person.properties)) person.properties[key] = value;
+    const { $set, $set_once, $unset } = event.properties as Record<
+      string,
+      Record<string, unknown> | string[] | undefined
+    >;
+    for (const [key, value] of Object.entries($set_once ?? {}))
+      if (!(key in person.properties)) person.properties[key] = value;
     Object.assign(person.properties, $set ?? {});
     for (const key of ($unset as string[] | undefined) ?? []) delete person.properties[key];
     if (event.event === "$identify" && !person.identified) {
@@ -79,14 +87,36 @@ export class IdentityModel {
 }
 
 /** Everything in ClickHouse agrees with the model: links, persons, and each event's person. */
-export async function expectStoredToMatch(db: ClickHouse, model: IdentityModel, { eventPersons = true } = {}): Promise<void> {
+export async function expectStoredToMatch(
+  db: ClickHouse,
+  model: IdentityModel,
+  { eventPersons = true } = {},
+): Promise<void> {
   const [storedLinks, storedPersons] = await Promise.all([links(db), persons(db)]);
-  expect(Object.fromEntries([...storedLinks].map(([id, link]) => [id, link.person_id]))).toEqual(Object.fromEntries(model.links));
+  expect(Object.fromEntries([...storedLinks].map(([id, link]) => [id, link.person_id]))).toEqual(
+    Object.fromEntries(model.links),
+  );
   const expectedPersons = Object.fromEntries(
-    [...model.persons].map(([id, p]) => [id, { distinct_id: p.primary, properties: p.properties, is_identified: p.identified ? 1 : 0, is_deleted: p.deleted ? 1 : 0 }]),
+    [...model.persons].map(([id, p]) => [
+      id,
+      {
+        distinct_id: p.primary,
+        properties: p.properties,
+        is_identified: p.identified ? 1 : 0,
+        is_deleted: p.deleted ? 1 : 0,
+      },
+    ]),
   );
   const actualPersons = Object.fromEntries(
-    [...storedPersons].map(([id, p]) => [id, { distinct_id: p.distinct_id, properties: p.properties, is_identified: p.is_identified, is_deleted: p.is_deleted }]),
+    [...storedPersons].map(([id, p]) => [
+      id,
+      {
+        distinct_id: p.distinct_id,
+        properties: p.properties,
+        is_identified: p.is_identified,
+        is_deleted: p.is_deleted,
+      },
+    ]),
   );
   expect(actualPersons).toEqual(expectedPersons);
   if (eventPersons) {
@@ -131,7 +161,8 @@ export function randomEvent(rng: ReturnType<typeof random>, ids: readonly string
   const properties: Record<string, unknown> = {};
   const roll = rng.next();
   const value = () => rng.pick([rng.int(100), `v${rng.int(5)}`, null, { nested: rng.int(3) }]);
-  if (rng.next() < 0.35) properties.$set = Object.fromEntries([rng.pick(KEYS), rng.pick(KEYS)].map((key) => [key, value()]));
+  if (rng.next() < 0.35)
+    properties.$set = Object.fromEntries([rng.pick(KEYS), rng.pick(KEYS)].map((key) => [key, value()]));
   if (rng.next() < 0.25) properties.$set_once = { [rng.pick(KEYS)]: value() };
   if (rng.next() < 0.1) properties.$unset = [rng.pick(KEYS)];
   let event = rng.pick(["$pageview", "clicked", "purchased"]);

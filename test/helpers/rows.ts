@@ -40,7 +40,13 @@ export async function persons(db: ClickHouse): Promise<Map<string, StoredPerson>
   return new Map(
     rows.map((row) => [
       row.id,
-      { ...row, properties: JSON.parse(row.properties), is_identified: Number(row.is_identified), is_deleted: Number(row.is_deleted), version: Number(row.version) },
+      {
+        ...row,
+        properties: JSON.parse(row.properties),
+        is_identified: Number(row.is_identified),
+        is_deleted: Number(row.is_deleted),
+        version: Number(row.version),
+      },
     ]),
   );
 }

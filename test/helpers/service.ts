@@ -1,4 +1,4 @@
-import { loadConfig, type Config } from "../../src/config";
+import { type Config, loadConfig } from "../../src/config";
 import { serve } from "../../src/server";
 import { Storage, type StorageOptions } from "../../src/storage";
 import type { ClickHouse } from "../../src/storage/clickhouse";
@@ -29,7 +29,10 @@ export interface TestService {
 }
 
 /** A real server on a free local port, on its own database unless `env` names one. */
-export async function startService(env: Record<string, string> = {}, options: StorageOptions = {}): Promise<TestService> {
+export async function startService(
+  env: Record<string, string> = {},
+  options: StorageOptions = {},
+): Promise<TestService> {
   const config = loadConfig({
     ...clickhouseEnv(),
     HOST: "127.0.0.1",
@@ -68,7 +71,9 @@ export interface SendOptions {
 /** POSTs a JSON value (or raw text/bytes) to /batch/ and reads the JSON answer. */
 export async function send(service: TestService, body: unknown, options: SendOptions = {}): Promise<Sent> {
   const raw: string | Uint8Array<ArrayBuffer> =
-    typeof body === "string" || body instanceof Uint8Array ? (body as string | Uint8Array<ArrayBuffer>) : JSON.stringify(body);
+    typeof body === "string" || body instanceof Uint8Array
+      ? (body as string | Uint8Array<ArrayBuffer>)
+      : JSON.stringify(body);
   const payload = options.gzip ? Bun.gzipSync(raw) : raw;
   const headers: Record<string, string> = { "content-type": "application/json", ...options.headers };
   if (options.gzip) headers["content-encoding"] ??= "gzip";
@@ -77,5 +82,9 @@ export async function send(service: TestService, body: unknown, options: SendOpt
     headers,
     body: payload,
   });
-  return { status: response.status, body: (await response.json()) as Record<string, unknown>, headers: response.headers };
+  return {
+    status: response.status,
+    body: (await response.json()) as Record<string, unknown>,
+    headers: response.headers,
+  };
 }

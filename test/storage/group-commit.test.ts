@@ -36,7 +36,13 @@ describe("GroupCommit", () => {
     const r = recorder();
     const commits = new GroupCommit(r.flush, 3);
     r.hold();
-    const all = [commits.submit([0]), commits.submit([1, 2]), commits.submit([3]), commits.submit([4, 5, 6, 7]), commits.submit([8])];
+    const all = [
+      commits.submit([0]),
+      commits.submit([1, 2]),
+      commits.submit([3]),
+      commits.submit([4, 5, 6, 7]),
+      commits.submit([8]),
+    ];
     r.release();
     await Promise.all(all);
     expect(r.flushes).toEqual([[0], [1, 2, 3], [4, 5, 6, 7], [8]]);

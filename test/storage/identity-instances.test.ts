@@ -1,6 +1,12 @@
 import { expect, test } from "bun:test";
 import { personIdFor } from "../../src/storage/identity";
-import { expectNoSplitPersons, expectStoredToMatch, IdentityModel, random, randomEvent } from "../helpers/identity-model";
+import {
+  expectNoSplitPersons,
+  expectStoredToMatch,
+  IdentityModel,
+  random,
+  randomEvent,
+} from "../helpers/identity-model";
 import { events, links, personOf } from "../helpers/rows";
 import { send, startService, type TestService } from "../helpers/service";
 
@@ -39,8 +45,17 @@ test("two instances fed interleaved batches agree with the model and never split
 test("an instance sees the other's links once its cache entries are older than the TTL", async () => {
   const [a, b] = await twoInstances();
   try {
-    await send(a, { api_key: KEY, batch: [{ event: "$pageview", distinct_id: "s-anon" }, { event: "$pageview", distinct_id: "s-user" }] });
-    await send(b, { api_key: KEY, batch: [{ event: "$identify", distinct_id: "s-user", properties: { $anon_distinct_id: "s-anon" } }] });
+    await send(a, {
+      api_key: KEY,
+      batch: [
+        { event: "$pageview", distinct_id: "s-anon" },
+        { event: "$pageview", distinct_id: "s-user" },
+      ],
+    });
+    await send(b, {
+      api_key: KEY,
+      batch: [{ event: "$identify", distinct_id: "s-user", properties: { $anon_distinct_id: "s-anon" } }],
+    });
     // Within the TTL, `a` may still put s-anon's events on the merged-away person; its refresh of the old link
     // carries the old version and does not undo the merge.
     await send(a, { api_key: KEY, batch: [{ event: "within_ttl", distinct_id: "s-anon" }] });
@@ -60,10 +75,16 @@ test("an instance sees the other's links once its cache entries are older than t
 test("an instance that changes a person reads it fresh, whatever its cache says", async () => {
   const [a, b] = await twoInstances();
   try {
-    await send(a, { api_key: KEY, batch: [{ event: "$pageview", distinct_id: "w-user", properties: { $set: { plan: "free" } } }] });
+    await send(a, {
+      api_key: KEY,
+      batch: [{ event: "$pageview", distinct_id: "w-user", properties: { $set: { plan: "free" } } }],
+    });
     await send(b, { api_key: KEY, batch: [{ event: "e", distinct_id: "w-user", properties: { $set: { seats: 3 } } }] });
     // `a` has w-user cached with only {plan}; its update must build on what `b` wrote
-    await send(a, { api_key: KEY, batch: [{ event: "e", distinct_id: "w-user", properties: { $set_once: { source: "ad" } } }] });
+    await send(a, {
+      api_key: KEY,
+      batch: [{ event: "e", distinct_id: "w-user", properties: { $set_once: { source: "ad" } } }],
+    });
     const person = await personOf(a.db, "w-user");
     expect(person?.id).toBe(personIdFor("w-user"));
     expect(person?.properties).toEqual({ plan: "free", seats: 3, source: "ad" });

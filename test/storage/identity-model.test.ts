@@ -1,5 +1,12 @@
 import { expect, test } from "bun:test";
-import { expectNoSplitPersons, expectStoredToMatch, IdentityModel, random, randomEvent, type ModelEvent } from "../helpers/identity-model";
+import {
+  expectNoSplitPersons,
+  expectStoredToMatch,
+  IdentityModel,
+  type ModelEvent,
+  random,
+  randomEvent,
+} from "../helpers/identity-model";
 import { send, startService, type TestService } from "../helpers/service";
 
 const KEY = "key-1";
@@ -26,9 +33,12 @@ test(`identity matches the reference model: concurrent batches and a restart mid
         await service.stop({ drop: false }); // a restart: the new process has an empty cache
         service = await startService({ PUBLIC_API_KEYS: KEY, CLICKHOUSE_DATABASE: database });
       }
-      const batches: ModelEvent[][] = groups.map((ids) => Array.from({ length: 1 + rng.int(30) }, () => randomEvent(rng, ids)));
+      const batches: ModelEvent[][] = groups.map((ids) =>
+        Array.from({ length: 1 + rng.int(30) }, () => randomEvent(rng, ids)),
+      );
       const answers = await Promise.all(batches.map((batch) => send(service, { api_key: KEY, batch })));
-      for (const [i, answer] of answers.entries()) expect(answer).toMatchObject({ status: 200, body: { ingested: batches[i]!.length } });
+      for (const [i, answer] of answers.entries())
+        expect(answer).toMatchObject({ status: 200, body: { ingested: batches[i]!.length } });
       for (const batch of batches) for (const event of batch) model.apply(event);
       sent += batches.reduce((n, batch) => n + batch.length, 0);
     }

@@ -33,16 +33,31 @@ describe("basic identity rules (SPEC §2.5 rules 1–4)", () => {
 
   test("a distinct ID resolves to the same person across requests", async () => {
     await capture([{ event: "one", distinct_id: "carol" }]);
-    await capture([{ event: "two", distinct_id: "carol" }, { event: "three", distinct_id: "carol" }]);
-    const personIds = new Set((await events(service.db)).filter((e) => e.distinct_id === "carol").map((e) => e.person_id));
+    await capture([
+      { event: "two", distinct_id: "carol" },
+      { event: "three", distinct_id: "carol" },
+    ]);
+    const personIds = new Set(
+      (await events(service.db)).filter((e) => e.distinct_id === "carol").map((e) => e.person_id),
+    );
     expect([...personIds]).toEqual([personIdFor("carol")]);
   });
 
   test("an existing link wins over the derived id", async () => {
     const existing = "11111111-2222-4333-8444-555555555555";
-    await service.db.insert("person_distinct_ids", [{ distinct_id: "dave", person_id: existing, is_deleted: 0, version: 1 }]);
+    await service.db.insert("person_distinct_ids", [
+      { distinct_id: "dave", person_id: existing, is_deleted: 0, version: 1 },
+    ]);
     await service.db.insert("persons", [
-      { id: existing, distinct_id: "dave", properties: '{"plan":"team"}', is_identified: 1, is_deleted: 0, created_at: "2020-01-01 00:00:00", version: 1 },
+      {
+        id: existing,
+        distinct_id: "dave",
+        properties: '{"plan":"team"}',
+        is_identified: 1,
+        is_deleted: 0,
+        created_at: "2020-01-01 00:00:00",
+        version: 1,
+      },
     ]);
     await capture([{ event: "e", distinct_id: "dave" }]);
     const stored = (await events(service.db)).find((e) => e.distinct_id === "dave")!;
@@ -63,7 +78,9 @@ describe("basic identity rules (SPEC §2.5 rules 1–4)", () => {
     await capture([{ event: "e", distinct_id: "frank" }]); // cached now
     const moved = "99999999-2222-4333-8444-555555555555";
     const { version } = (await links(service.db)).get("frank")!;
-    await service.db.insert("person_distinct_ids", [{ distinct_id: "frank", person_id: moved, is_deleted: 0, version: version + 1000 }]);
+    await service.db.insert("person_distinct_ids", [
+      { distinct_id: "frank", person_id: moved, is_deleted: 0, version: version + 1000 },
+    ]);
     await capture([{ event: "e", distinct_id: "frank" }]); // refreshes from a stale cache
     expect((await links(service.db)).get("frank")?.person_id).toBe(moved);
   });
@@ -75,7 +92,11 @@ describe("basic identity rules (SPEC §2.5 rules 1–4)", () => {
       { event: "e", distinct_id: "gina" },
       { event: "e", distinct_id: "42" },
     ]);
-    const [allPersons, allLinks, allEvents] = await Promise.all([persons(service.db), links(service.db), events(service.db)]);
+    const [allPersons, allLinks, allEvents] = await Promise.all([
+      persons(service.db),
+      links(service.db),
+      events(service.db),
+    ]);
     const these = allEvents.filter((e) => ["gina", "hank", "42"].includes(e.distinct_id));
     expect(these).toHaveLength(4);
     for (const event of these) {
@@ -97,12 +118,15 @@ const LINKING_EVENTS = [
 ] as const;
 
 describe("$identify and $create_alias (SPEC §2.5 rules 5–6)", () => {
-  test.each(LINKING_EVENTS)("%s with neither ID known: one new person, with the event's distinct ID's deterministic id", async (name, key) => {
-    const [user, other] = [`${name}-new-user`, `${name}-new-other`];
-    await capture([{ event: name, distinct_id: user, properties: { [key]: other } }]);
-    expect(await personIdsOf(user, other)).toEqual([personIdFor(user), personIdFor(user)]);
-    expect((await persons(service.db)).has(personIdFor(other))).toBe(false);
-  });
+  test.each(LINKING_EVENTS)(
+    "%s with neither ID known: one new person, with the event's distinct ID's deterministic id",
+    async (name, key) => {
+      const [user, other] = [`${name}-new-user`, `${name}-new-other`];
+      await capture([{ event: name, distinct_id: user, properties: { [key]: other } }]);
+      expect(await personIdsOf(user, other)).toEqual([personIdFor(user), personIdFor(user)]);
+      expect((await persons(service.db)).has(personIdFor(other))).toBe(false);
+    },
+  );
 
   test.each(LINKING_EVENTS)("%s with only the other ID known: the event's ID joins that person", async (name, key) => {
     const [user, other] = [`${name}-join-user`, `${name}-join-other`];
@@ -118,23 +142,33 @@ describe("$identify and $create_alias (SPEC §2.5 rules 5–6)", () => {
     expect(await personIdsOf(user, other)).toEqual([personIdFor(user), personIdFor(user)]);
   });
 
-  test.each(LINKING_EVENTS)("%s with both known on different persons merges the other person into the event's", async (name, key) => {
-    const [user, other, otherAlias] = [`${name}-m-user`, `${name}-m-other`, `${name}-m-other-alias`];
-    await capture([
-      { event: "$pageview", distinct_id: user, properties: { $set: { plan: "pro", shared: "user" } } },
-      { event: "$pageview", distinct_id: other, properties: { $set: { shared: "other", referrer: "ad" } } },
-      { event: "$create_alias", distinct_id: other, properties: { alias: otherAlias } },
-    ]);
-    expect(await personIdsOf(otherAlias)).toEqual([personIdFor(other)]);
+  test.each(LINKING_EVENTS)(
+    "%s with both known on different persons merges the other person into the event's",
+    async (name, key) => {
+      const [user, other, otherAlias] = [`${name}-m-user`, `${name}-m-other`, `${name}-m-other-alias`];
+      await capture([
+        { event: "$pageview", distinct_id: user, properties: { $set: { plan: "pro", shared: "user" } } },
+        { event: "$pageview", distinct_id: other, properties: { $set: { shared: "other", referrer: "ad" } } },
+        { event: "$create_alias", distinct_id: other, properties: { alias: otherAlias } },
+      ]);
+      expect(await personIdsOf(otherAlias)).toEqual([personIdFor(other)]);
 
-    await capture([{ event: name, distinct_id: user, properties: { [key]: other, $set: { shared: "event" } } }]);
-    // every distinct ID of the merged person moved, including ones the event did not name
-    expect(await personIdsOf(user, other, otherAlias)).toEqual([personIdFor(user), personIdFor(user), personIdFor(user)]);
-    const all = await persons(service.db);
-    // the survivor's values win conflicts, then the event's updates apply
-    expect(all.get(personIdFor(user))).toMatchObject({ is_deleted: 0, properties: { plan: "pro", referrer: "ad", shared: "event" } });
-    expect(all.get(personIdFor(other))).toMatchObject({ is_deleted: 1 });
-  });
+      await capture([{ event: name, distinct_id: user, properties: { [key]: other, $set: { shared: "event" } } }]);
+      // every distinct ID of the merged person moved, including ones the event did not name
+      expect(await personIdsOf(user, other, otherAlias)).toEqual([
+        personIdFor(user),
+        personIdFor(user),
+        personIdFor(user),
+      ]);
+      const all = await persons(service.db);
+      // the survivor's values win conflicts, then the event's updates apply
+      expect(all.get(personIdFor(user))).toMatchObject({
+        is_deleted: 0,
+        properties: { plan: "pro", referrer: "ad", shared: "event" },
+      });
+      expect(all.get(personIdFor(other))).toMatchObject({ is_deleted: 1 });
+    },
+  );
 
   test("both IDs already on one person: nothing changes", async () => {
     await capture([{ event: "$identify", distinct_id: "same-user", properties: { $anon_distinct_id: "same-anon" } }]);
@@ -145,7 +179,18 @@ describe("$identify and $create_alias (SPEC §2.5 rules 5–6)", () => {
     expect(after.get("same-anon")).toEqual(before.get("same-anon")!);
   });
 
-  test.each(["anonymous", "Anonymous", "null", "undefined", "None", "nan", "0", "[object Object]", "   ", "placeholder-user"])(
+  test.each([
+    "anonymous",
+    "Anonymous",
+    "null",
+    "undefined",
+    "None",
+    "nan",
+    "0",
+    "[object Object]",
+    "   ",
+    "placeholder-user",
+  ])(
     "a placeholder (%p) or an ID equal to the other links nothing, and the event is still stored",
     async (placeholder) => {
       const user = `ph-user-${placeholder.trim() || "blank"}`;
@@ -171,45 +216,98 @@ describe("$identify and $create_alias (SPEC §2.5 rules 5–6)", () => {
   test("within a batch each event gets the person its distinct ID resolves to at that point", async () => {
     await capture([
       { event: "$pageview", distinct_id: "b-anon", uuid: "0190b4a1-0000-7000-8000-0000000000b1" },
-      { event: "$identify", distinct_id: "b-user", properties: { $anon_distinct_id: "b-anon" }, uuid: "0190b4a1-0000-7000-8000-0000000000b2" },
+      {
+        event: "$identify",
+        distinct_id: "b-user",
+        properties: { $anon_distinct_id: "b-anon" },
+        uuid: "0190b4a1-0000-7000-8000-0000000000b2",
+      },
       { event: "$pageview", distinct_id: "b-user", uuid: "0190b4a1-0000-7000-8000-0000000000b3" },
     ]);
     const stored = (await events(service.db)).filter((e) => e.uuid.startsWith("0190b4a1-0000-7000-8000-0000000000b"));
-    expect(stored.map((e) => e.person_id)).toEqual([personIdFor("b-anon"), personIdFor("b-anon"), personIdFor("b-anon")]);
+    expect(stored.map((e) => e.person_id)).toEqual([
+      personIdFor("b-anon"),
+      personIdFor("b-anon"),
+      personIdFor("b-anon"),
+    ]);
   });
 
   test("before a merge an event keeps the person it had; after it, the survivor", async () => {
     await capture([
       { event: "$pageview", distinct_id: "t-user", uuid: "0190b4a1-0000-7000-8000-0000000000c1" },
       { event: "$pageview", distinct_id: "t-anon", uuid: "0190b4a1-0000-7000-8000-0000000000c2" },
-      { event: "$identify", distinct_id: "t-user", properties: { $anon_distinct_id: "t-anon" }, uuid: "0190b4a1-0000-7000-8000-0000000000c3" },
+      {
+        event: "$identify",
+        distinct_id: "t-user",
+        properties: { $anon_distinct_id: "t-anon" },
+        uuid: "0190b4a1-0000-7000-8000-0000000000c3",
+      },
       { event: "$pageview", distinct_id: "t-anon", uuid: "0190b4a1-0000-7000-8000-0000000000c4" },
     ]);
     const stored = (await events(service.db)).filter((e) => e.uuid.startsWith("0190b4a1-0000-7000-8000-0000000000c"));
-    expect(stored.map((e) => e.person_id)).toEqual([personIdFor("t-user"), personIdFor("t-anon"), personIdFor("t-user"), personIdFor("t-user")]);
+    expect(stored.map((e) => e.person_id)).toEqual([
+      personIdFor("t-user"),
+      personIdFor("t-anon"),
+      personIdFor("t-user"),
+      personIdFor("t-user"),
+    ]);
   });
 });
 
 describe("person properties (SPEC §2.5 rule 7)", () => {
   test("$set, $set_once and $unset from any event, applied in batch order and across requests", async () => {
     await capture([
-      { event: "signed_up", distinct_id: "props-user", properties: { $set: { plan: "free", seats: 1 }, $set_once: { first_seen: "mon" } } },
-      { event: "upgraded", distinct_id: "props-user", properties: { $set: { plan: "pro" }, $set_once: { first_seen: "tue", source: "ad" } } },
+      {
+        event: "signed_up",
+        distinct_id: "props-user",
+        properties: { $set: { plan: "free", seats: 1 }, $set_once: { first_seen: "mon" } },
+      },
+      {
+        event: "upgraded",
+        distinct_id: "props-user",
+        properties: { $set: { plan: "pro" }, $set_once: { first_seen: "tue", source: "ad" } },
+      },
       { event: "cleaned", distinct_id: "props-user", properties: { $unset: ["seats"] } },
     ]);
-    expect((await personOf(service.db, "props-user"))?.properties).toEqual({ plan: "pro", first_seen: "mon", source: "ad" });
-    await capture([{ event: "later", distinct_id: "props-user", properties: { $set: { plan: "team" }, $set_once: { plan: "x", seats: 5 } } }]);
-    expect((await personOf(service.db, "props-user"))?.properties).toEqual({ plan: "team", first_seen: "mon", source: "ad", seats: 5 });
+    expect((await personOf(service.db, "props-user"))?.properties).toEqual({
+      plan: "pro",
+      first_seen: "mon",
+      source: "ad",
+    });
+    await capture([
+      {
+        event: "later",
+        distinct_id: "props-user",
+        properties: { $set: { plan: "team" }, $set_once: { plan: "x", seats: 5 } },
+      },
+    ]);
+    expect((await personOf(service.db, "props-user"))?.properties).toEqual({
+      plan: "team",
+      first_seen: "mon",
+      source: "ad",
+      seats: 5,
+    });
   });
 
   test("$identify marks the person identified; the primary ID is the identified one, else the first seen", async () => {
     await capture([{ event: "$pageview", distinct_id: "primary-anon" }]);
     expect(await personOf(service.db, "primary-anon")).toMatchObject({ distinct_id: "primary-anon", is_identified: 0 });
-    await capture([{ event: "$identify", distinct_id: "primary-user", properties: { $anon_distinct_id: "primary-anon" } }]);
-    expect(await personOf(service.db, "primary-anon")).toMatchObject({ id: personIdFor("primary-anon"), distinct_id: "primary-user", is_identified: 1 });
+    await capture([
+      { event: "$identify", distinct_id: "primary-user", properties: { $anon_distinct_id: "primary-anon" } },
+    ]);
+    expect(await personOf(service.db, "primary-anon")).toMatchObject({
+      id: personIdFor("primary-anon"),
+      distinct_id: "primary-user",
+      is_identified: 1,
+    });
     // a later identify under another ID keeps the first identified ID as primary
-    await capture([{ event: "$identify", distinct_id: "primary-user-2", properties: { $anon_distinct_id: "primary-user" } }]);
-    expect(await personOf(service.db, "primary-user-2")).toMatchObject({ distinct_id: "primary-user", is_identified: 1 });
+    await capture([
+      { event: "$identify", distinct_id: "primary-user-2", properties: { $anon_distinct_id: "primary-user" } },
+    ]);
+    expect(await personOf(service.db, "primary-user-2")).toMatchObject({
+      distinct_id: "primary-user",
+      is_identified: 1,
+    });
   });
 
   test("$create_alias does not identify; a merge keeps an identified primary ID", async () => {
@@ -218,16 +316,25 @@ describe("person properties (SPEC §2.5 rule 7)", () => {
       { event: "$pageview", distinct_id: "alias-anon" },
       { event: "$create_alias", distinct_id: "alias-anon", properties: { alias: "alias-known" } },
     ]);
-    expect(await personOf(service.db, "alias-known")).toMatchObject({ id: personIdFor("alias-anon"), distinct_id: "alias-known", is_identified: 1 });
+    expect(await personOf(service.db, "alias-known")).toMatchObject({
+      id: personIdFor("alias-anon"),
+      distinct_id: "alias-known",
+      is_identified: 1,
+    });
   });
 });
 
 describe("versions", () => {
   test("every change of a person or a link gets a higher version", async () => {
-    await capture([{ event: "$pageview", distinct_id: "v-anon" }, { event: "$pageview", distinct_id: "v-user" }]);
+    await capture([
+      { event: "$pageview", distinct_id: "v-anon" },
+      { event: "$pageview", distinct_id: "v-user" },
+    ]);
     const link1 = (await links(service.db)).get("v-anon")!;
     const person1 = (await persons(service.db)).get(personIdFor("v-user"))!;
-    await capture([{ event: "$identify", distinct_id: "v-user", properties: { $anon_distinct_id: "v-anon", $set: { a: 1 } } }]);
+    await capture([
+      { event: "$identify", distinct_id: "v-user", properties: { $anon_distinct_id: "v-anon", $set: { a: 1 } } },
+    ]);
     const link2 = (await links(service.db)).get("v-anon")!;
     const person2 = (await persons(service.db)).get(personIdFor("v-user"))!;
     expect(link2.version).toBeGreaterThan(link1.version);
@@ -245,7 +352,10 @@ describe("versions", () => {
   test("an event that changes nothing writes no new person version", async () => {
     await capture([{ event: "e", distinct_id: "quiet", properties: { $set: { a: 1 } } }]);
     const before = await count(service.db, "persons", `id = '${personIdFor("quiet")}'`);
-    await capture([{ event: "e", distinct_id: "quiet", properties: { $set: { a: 1 } } }, { event: "e", distinct_id: "quiet" }]);
+    await capture([
+      { event: "e", distinct_id: "quiet", properties: { $set: { a: 1 } } },
+      { event: "e", distinct_id: "quiet" },
+    ]);
     expect(await count(service.db, "persons", `id = '${personIdFor("quiet")}'`)).toBe(before);
   });
 });
@@ -256,7 +366,11 @@ describe("under concurrency", () => {
     const requests = Array.from({ length: 24 }, (_, i) =>
       capture([
         { event: "$pageview", distinct_id: `c-anon-${i}`, properties: { $set_once: { [`first_${i}`]: i } } },
-        { event: "$identify", distinct_id: "c-user", properties: { $anon_distinct_id: `c-anon-${i}`, $set: { [`key_${i}`]: i } } },
+        {
+          event: "$identify",
+          distinct_id: "c-user",
+          properties: { $anon_distinct_id: `c-anon-${i}`, $set: { [`key_${i}`]: i } },
+        },
       ]),
     );
     for (const sent of await Promise.all(requests)) expect(sent.status).toBe(200);
@@ -265,12 +379,16 @@ describe("under concurrency", () => {
     expect(new Set(await personIdsOf(...ids))).toEqual(new Set([personIdFor("c-user")]));
     const user = (await persons(service.db)).get(personIdFor("c-user"))!;
     for (let i = 0; i < 24; i++) expect(user.properties).toMatchObject({ [`first_${i}`]: i, [`key_${i}`]: i });
-    const live = [...(await persons(service.db)).values()].filter((p) => ids.some((id) => personIdFor(id) === p.id) && p.is_deleted === 0);
+    const live = [...(await persons(service.db)).values()].filter(
+      (p) => ids.some((id) => personIdFor(id) === p.id) && p.is_deleted === 0,
+    );
     expect(live.map((p) => p.id)).toEqual([personIdFor("c-user")]);
   });
 
   test("concurrent first sightings of one new ID make one person with every update", async () => {
-    const requests = Array.from({ length: 16 }, (_, i) => capture([{ event: "e", distinct_id: "c-new", properties: { $set: { [`r${i}`]: i } } }]));
+    const requests = Array.from({ length: 16 }, (_, i) =>
+      capture([{ event: "e", distinct_id: "c-new", properties: { $set: { [`r${i}`]: i } } }]),
+    );
     await Promise.all(requests);
     const person = await personOf(service.db, "c-new");
     expect(person?.id).toBe(personIdFor("c-new"));
@@ -280,7 +398,10 @@ describe("under concurrency", () => {
 
 describe("after a failed write", () => {
   test("nothing in memory claims it happened, and the retry completes it", async () => {
-    await capture([{ event: "$pageview", distinct_id: "f-user" }, { event: "$pageview", distinct_id: "f-anon" }]);
+    await capture([
+      { event: "$pageview", distinct_id: "f-user" },
+      { event: "$pageview", distinct_id: "f-anon" },
+    ]);
     // The database refuses person writes (reads still work) while the identify is processed.
     await service.db.command(`ALTER TABLE ${service.db.table("persons")} ADD CONSTRAINT refuse CHECK version = 0`);
     const identify = { event: "$identify", distinct_id: "f-user", properties: { $anon_distinct_id: "f-anon" } };

@@ -6,12 +6,30 @@ const event = (name: string, distinctId: string, properties: Record<string, unkn
   ({ event: name, distinctId, properties }) as unknown as CapturedEvent;
 
 describe("placeholder IDs", () => {
-  test.each(["anonymous", "Anonymous", "null", "NULL", "undefined", "None", "nan", "NaN", "0", "[object Object]", "", "   ", " null ", "guest", "distinct_id", "true", "false", "email"])(
-    "%p never links",
-    (id) => expect(isLinkable(id)).toBe(false),
-  );
+  test.each([
+    "anonymous",
+    "Anonymous",
+    "null",
+    "NULL",
+    "undefined",
+    "None",
+    "nan",
+    "NaN",
+    "0",
+    "[object Object]",
+    "",
+    "   ",
+    " null ",
+    "guest",
+    "distinct_id",
+    "true",
+    "false",
+    "email",
+  ])("%p never links", (id) => expect(isLinkable(id)).toBe(false));
 
-  test.each(["user-1", "anonymous-1", "00", "nullable", "1", "a@b.c"])("%p links", (id) => expect(isLinkable(id)).toBe(true));
+  test.each(["user-1", "anonymous-1", "00", "nullable", "1", "a@b.c"])("%p links", (id) =>
+    expect(isLinkable(id)).toBe(true),
+  );
 });
 
 describe("linkedIdOf", () => {

@@ -3,7 +3,7 @@ import { loadConfig } from "../../src/config";
 import { Storage } from "../../src/storage";
 import { createSchema } from "../../src/storage/schema";
 import { count } from "../helpers/rows";
-import { clickhouseEnv, send, startService, uniqueDatabase, type TestService } from "../helpers/service";
+import { clickhouseEnv, send, startService, type TestService, uniqueDatabase } from "../helpers/service";
 
 const KEY = "key-1";
 let service: TestService;
@@ -31,7 +31,8 @@ describe("schema", () => {
       `SELECT table, name, type FROM system.columns WHERE database = {database:String} ORDER BY table, position`,
       { database: service.config.clickhouse.database },
     );
-    const of = (table: string) => Object.fromEntries(columns.filter((c) => c.table === table).map((c) => [c.name, c.type]));
+    const of = (table: string) =>
+      Object.fromEntries(columns.filter((c) => c.table === table).map((c) => [c.name, c.type]));
     expect(of("events")).toMatchObject({
       uuid: "UUID",
       event: "String",
@@ -44,8 +45,20 @@ describe("schema", () => {
       current_url: "String",
       host: "String",
     });
-    expect(of("persons")).toMatchObject({ id: "UUID", distinct_id: "String", properties: "String", is_identified: "UInt8", is_deleted: "UInt8", version: "UInt64" });
-    expect(of("person_distinct_ids")).toMatchObject({ distinct_id: "String", person_id: "UUID", is_deleted: "UInt8", version: "UInt64" });
+    expect(of("persons")).toMatchObject({
+      id: "UUID",
+      distinct_id: "String",
+      properties: "String",
+      is_identified: "UInt8",
+      is_deleted: "UInt8",
+      version: "UInt64",
+    });
+    expect(of("person_distinct_ids")).toMatchObject({
+      distinct_id: "String",
+      person_id: "UUID",
+      is_deleted: "UInt8",
+      version: "UInt64",
+    });
     expect(Object.keys(of("sessions"))).toContain("session_id");
   });
 
@@ -67,16 +80,34 @@ describe("sessions", () => {
     const sent = await send(service, {
       api_key: KEY,
       batch: [
-        { event: "$pageview", distinct_id: "anon-s", timestamp: at(0), properties: { $session_id: "s-1", $current_url: "https://a.example/landing" } },
+        {
+          event: "$pageview",
+          distinct_id: "anon-s",
+          timestamp: at(0),
+          properties: { $session_id: "s-1", $current_url: "https://a.example/landing" },
+        },
         { event: "clicked", distinct_id: "anon-s", timestamp: at(5), properties: { $session_id: "s-1" } },
-        { event: "$pageview", distinct_id: "user-s", timestamp: at(9), properties: { $session_id: "s-1", $current_url: "https://a.example/pricing" } },
-        { event: "$pageview", distinct_id: "other", timestamp: at(3), properties: { $session_id: "s-2", $current_url: "https://a.example/docs" } },
+        {
+          event: "$pageview",
+          distinct_id: "user-s",
+          timestamp: at(9),
+          properties: { $session_id: "s-1", $current_url: "https://a.example/pricing" },
+        },
+        {
+          event: "$pageview",
+          distinct_id: "other",
+          timestamp: at(3),
+          properties: { $session_id: "s-2", $current_url: "https://a.example/docs" },
+        },
         { event: "no_session", distinct_id: "other", timestamp: at(4) },
       ],
     });
     expect(sent.status).toBe(200);
     // a later request adds to the same session
-    await send(service, { api_key: KEY, batch: [{ event: "$pageleave", distinct_id: "user-s", timestamp: at(30), properties: { $session_id: "s-1" } }] });
+    await send(service, {
+      api_key: KEY,
+      batch: [{ event: "$pageleave", distinct_id: "user-s", timestamp: at(30), properties: { $session_id: "s-1" } }],
+    });
 
     interface SessionRow {
       session_id: string;

@@ -9,11 +9,13 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type CapturedEvent, normalize } from "../src/capture/normalize";
+import { normalize } from "../src/capture/normalize";
 import { timestampOf } from "../src/capture/timestamp";
 import { loadConfig } from "../src/config";
+import type { CapturedEvent } from "../src/event";
 import { serve } from "../src/server";
 import { Storage, type StorageOptions } from "../src/storage";
+import { ClickHouse } from "../src/storage/clickhouse";
 import { personIdFor } from "../src/storage/identity";
 import { eventRow } from "../src/storage/schema";
 
@@ -21,8 +23,17 @@ const dataDir = mkdtempSync(join(tmpdir(), "ingest-bench-"));
 process.on("exit", () => rmSync(dataDir, { recursive: true, force: true }));
 let databases = 0;
 
-async function openStorage(database = `bench_${databases++}`, options: StorageOptions = {}): Promise<Storage> {
-  return Storage.open(loadConfig({ DATA_DIR: dataDir, CLICKHOUSE_DATABASE: database }).clickhouse, options);
+interface Opened {
+  readonly storage: Storage;
+  /** The bench's own handle on the same database, for the baseline and for maintenance. */
+  readonly db: ClickHouse;
+}
+
+const clickhouseFor = (database: string) => loadConfig({ DATA_DIR: dataDir, CLICKHOUSE_DATABASE: database }).clickhouse;
+
+async function openStorage(database = `bench_${databases++}`, options: StorageOptions = {}): Promise<Opened> {
+  const clickhouse = clickhouseFor(database);
+  return { storage: await Storage.open(clickhouse, options), db: ClickHouse.connect(clickhouse) };
 }
 
 function pageview(distinctId: string, i: number) {
@@ -65,7 +76,7 @@ async function httpThroughput(): Promise<void> {
   const EVENTS_PER_REQUEST = 100;
   const total = CLIENTS * REQUESTS_PER_CLIENT * EVENTS_PER_REQUEST;
 
-  const storage = await openStorage();
+  const { storage, db } = await openStorage();
   const server = serve(loadConfig({ HOST: "127.0.0.1", PORT: "0", PUBLIC_API_KEYS: "bench" }), storage);
   const bodies = Array.from({ length: CLIENTS * REQUESTS_PER_CLIENT }, (_, r) =>
     JSON.stringify({
@@ -95,9 +106,10 @@ async function httpThroughput(): Promise<void> {
     return eventRow(event, personIdFor(event.distinctId));
   });
   const baselineStart = performance.now();
-  for (let i = 0; i < rows.length; i += 10_000) await storage.db.insert("events", rows.slice(i, i + 10_000));
+  for (let i = 0; i < rows.length; i += 10_000) await db.insert("events", rows.slice(i, i + 10_000));
   const engineSecs = seconds(baselineStart);
   await storage.close();
+  await db.close();
 
   console.log(
     `http: ${total.toLocaleString("en")} events, ${CLIENTS} concurrent clients x ${EVENTS_PER_REQUEST} events per request`,
@@ -114,16 +126,16 @@ async function personScaling(): Promise<void> {
   const results: Record<string, number> = {};
   for (const known of [1_000, 100_000]) {
     // The warm phase measures the cache itself, so its entries must outlive seeding and measurement.
-    const storage = await openStorage(undefined, { identity: { cacheTtlMs: 600_000, cacheCapacity: 200_000 } });
+    const { storage, db } = await openStorage(undefined, { identity: { cacheTtlMs: 600_000, cacheCapacity: 200_000 } });
     for (let i = 0; i < known; i += 10_000) {
       await storage.ingest(Array.from({ length: Math.min(10_000, known - i) }, (_, j) => captured(`user-${i + j}`, j)));
     }
     // Let the seeding's background merges finish, so they do not run during the measurement.
     for (const table of ["events", "persons", "person_distinct_ids", "sessions"]) {
-      await storage.db.command(`OPTIMIZE TABLE ${storage.db.table(table)} FINAL`);
+      await db.command(`OPTIMIZE TABLE ${db.table(table)} FINAL`);
     }
     for (const phase of ["warm", "cold"] as const) {
-      const target = phase === "warm" ? storage : await openStorage(storage.db.database); // cold: empty cache
+      const target = phase === "warm" ? storage : await Storage.open(clickhouseFor(db.database)); // cold: empty cache
       const events = Array.from({ length: MEASURED }, (_, i) => captured(`user-${(i * 7919) % known}`, i));
       const start = performance.now();
       for (let i = 0; i < events.length; i += BATCH) await target.ingest(events.slice(i, i + BATCH));
@@ -131,6 +143,7 @@ async function personScaling(): Promise<void> {
       if (target !== storage) await target.close();
     }
     await storage.close();
+    await db.close();
   }
   console.log(`persons: ${MEASURED.toLocaleString("en")} events over known distinct IDs, ${BATCH} per write`);
   for (const [name, micros] of Object.entries(results))

@@ -1,44 +1,82 @@
 /**
- * Every failure a client can see. Status codes and the spec's fixed message texts (SPEC §7) live here and
- * nowhere else; the server turns an `IngestError` into the Error object and anything else into a 500.
+ * Every failure a client can see, as one table of stable codes. The code decides the HTTP status; tests, logs
+ * and metrics use the code, clients see the status and the message. The spec's fixed message texts (SPEC §7)
+ * live here and nowhere else; the server turns an `IngestError` into the Error object in one place.
  */
+const STATUS = {
+  invalid_payload: 400,
+  invalid_gzip: 400,
+  invalid_timestamp: 400,
+  mixed_api_keys: 400,
+  invalid_api_key: 401,
+  origin_not_allowed: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  body_too_large: 413,
+  too_many_events: 413,
+  unsupported_content_type: 415,
+  unsupported_content_encoding: 415,
+  compression_not_supported: 415,
+  internal: 500,
+} as const satisfies Record<string, number>;
+
+export type ErrorCode = keyof typeof STATUS;
+
+interface ErrorOptions {
+  /** What went wrong underneath (a zlib or JSON error, a database error): logged, never sent. */
+  readonly cause?: unknown;
+  readonly headers?: Record<string, string>;
+}
+
 export class IngestError extends Error {
+  override readonly name = "IngestError";
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string>>;
+
   constructor(
-    readonly status: number,
+    readonly code: ErrorCode,
     message: string,
-    readonly headers: Record<string, string> = {},
+    { cause, headers = {} }: ErrorOptions = {},
   ) {
-    super(message);
-    this.name = "IngestError";
+    super(message, cause === undefined ? undefined : { cause });
+    this.status = STATUS[code];
+    this.headers = headers;
   }
 }
 
 export const fail = {
-  // 400
-  invalidPayload: () => new IngestError(400, "Payload must be a JSON object with a non-empty batch array"),
-  mixedApiKeys: () => new IngestError(400, "Mixed api_key values in one request are not supported"),
-  invalidGzip: () => new IngestError(400, "Request body is not valid gzip"),
+  invalidPayload: (cause?: unknown) =>
+    new IngestError("invalid_payload", "Payload must be a JSON object with a non-empty batch array", { cause }),
+  invalidGzip: (cause: unknown) => new IngestError("invalid_gzip", "Request body is not valid gzip", { cause }),
   invalidTimestamp: (index: number) =>
-    new IngestError(400, `Invalid timestamp in batch[${index}]: expected an ISO 8601 date-time between 1900 and 2299`),
-  // 401, 403
-  invalidApiKey: () => new IngestError(401, "Invalid api_key"),
-  originNotAllowed: () => new IngestError(403, "Origin is not allowed"),
-  // 404, 405
-  notFound: () => new IngestError(404, "Not found"),
+    new IngestError(
+      "invalid_timestamp",
+      `Invalid timestamp in batch[${index}]: expected an ISO 8601 date-time between 1900 and 2299`,
+    ),
+  mixedApiKeys: () => new IngestError("mixed_api_keys", "Mixed api_key values in one request are not supported"),
+  invalidApiKey: () => new IngestError("invalid_api_key", "Invalid api_key"),
+  originNotAllowed: () => new IngestError("origin_not_allowed", "Origin is not allowed"),
+  notFound: () => new IngestError("not_found", "Not found"),
   methodNotAllowed: (allowed: string) =>
-    new IngestError(405, `Method not allowed. Use ${allowed}.`, { Allow: allowed }),
-  // 413
-  tooManyEvents: (count: number, max: number) => new IngestError(413, `Batch has ${count} events, maximum is ${max}`),
-  bodyTooLarge: (max: number) => new IngestError(413, `Request body is larger than the maximum of ${max} bytes`),
-  // 415
-  unsupportedContentType: () => new IngestError(415, "Unsupported content type. Use application/json."),
-  unsupportedContentEncoding: (value: string) => new IngestError(415, `Unsupported content-encoding: ${value}`),
+    new IngestError("method_not_allowed", `Method not allowed. Use ${allowed}.`, { headers: { Allow: allowed } }),
+  bodyTooLarge: (max: number) =>
+    new IngestError("body_too_large", `Request body is larger than the maximum of ${max} bytes`),
+  tooManyEvents: (count: number, max: number) =>
+    new IngestError("too_many_events", `Batch has ${count} events, maximum is ${max}`),
+  unsupportedContentType: () =>
+    new IngestError("unsupported_content_type", "Unsupported content type. Use application/json."),
+  unsupportedContentEncoding: (value: string) =>
+    new IngestError("unsupported_content_encoding", `Unsupported content-encoding: ${value}`),
   compressionParam: () =>
     new IngestError(
-      415,
+      "compression_not_supported",
       "The compression query parameter is not supported. Send gzip-compressed JSON with Content-Encoding: gzip instead.",
     ),
+  /** Anything unexpected: the cause is logged, never sent. The client may retry. */
+  internal: (cause: unknown) => new IngestError("internal", "Internal server error", { cause }),
 } as const;
 
-/** The 500 text: the cause is logged, never sent. */
-export const INTERNAL_ERROR_MESSAGE = "Internal server error";
+/** The failure as a client sees it: an `IngestError` as it is, anything else as `internal`. */
+export function asIngestError(error: unknown): IngestError {
+  return error instanceof IngestError ? error : fail.internal(error);
+}

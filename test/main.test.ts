@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../src/config";
-import { Storage } from "../src/storage";
+import { ClickHouse } from "../src/storage/clickhouse";
 import { count } from "./helpers/rows";
 import { clickhouseEnv, uniqueDatabase } from "./helpers/service";
 
@@ -56,13 +56,12 @@ describe("the service process", () => {
     expect(await child.exited).toBe(0);
 
     // What it acknowledged is on disk: open the same data with a new storage.
-    const config = loadConfig({ ...env, CLICKHOUSE_DATABASE: database });
-    const storage = await Storage.open(config.clickhouse);
+    const db = ClickHouse.connect(loadConfig({ ...env, CLICKHOUSE_DATABASE: database }).clickhouse);
     try {
-      expect(await count(storage.db, "events", "event = 'from_process'")).toBe(1);
+      expect(await count(db, "events", "event = 'from_process'")).toBe(1);
     } finally {
-      await storage.db.command(`DROP DATABASE IF EXISTS \`${database}\``);
-      await storage.close();
+      await db.command(`DROP DATABASE IF EXISTS \`${database}\``);
+      await db.close();
     }
   });
 

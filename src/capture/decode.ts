@@ -36,8 +36,8 @@ export async function decodeBody(request: Request, encoding: ContentEncoding, ma
   const json = encoding === "gzip" ? await inflate(wire, maxBytes) : wire;
   try {
     return JSON.parse(json.toString("utf8"));
-  } catch {
-    throw fail.invalidPayload();
+  } catch (error) {
+    throw fail.invalidPayload(error);
   }
 }
 
@@ -66,6 +66,6 @@ async function inflate(body: Buffer, maxBytes: number): Promise<Buffer> {
   } catch (error) {
     // zlib stops as soon as the output would pass the limit, so a bomb costs at most maxBytes.
     if ((error as { code?: string }).code === "ERR_BUFFER_TOO_LARGE") throw fail.bodyTooLarge(maxBytes);
-    throw fail.invalidGzip();
+    throw fail.invalidGzip(error);
   }
 }

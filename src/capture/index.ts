@@ -1,5 +1,5 @@
 import type { Config } from "../config";
-import type { Storage } from "../storage";
+import type { EventSink } from "../event";
 import { checkApiKey, checkOrigin } from "./auth";
 import { checkHeaders, decodeBody } from "./decode";
 import { normalize } from "./normalize";
@@ -21,7 +21,7 @@ export async function captureBatch(
   request: Request,
   url: URL,
   config: Config,
-  storage: Pick<Storage, "ingest">,
+  sink: EventSink,
 ): Promise<CaptureResult> {
   const receivedAt = timestampOf(new Date());
   const encoding = checkHeaders(request, url);
@@ -33,6 +33,6 @@ export async function captureBatch(
   checkApiKey(payload, origin, config.publicApiKeys);
 
   const { events, dropped } = acceptEvents(payload.batch);
-  await storage.ingest(events.map((event) => normalize(event, receivedAt)));
+  await sink.ingest(events.map((event) => normalize(event, receivedAt)));
   return { ingested: events.length, dropped };
 }

@@ -1,21 +1,5 @@
-import type { Timestamp } from "./timestamp";
-import type { AcceptedEvent, Properties } from "./validate";
-
-/** An event in the form it is stored in, minus its person, which identity resolution adds. */
-export interface CapturedEvent {
-  readonly uuid: string;
-  readonly event: string;
-  readonly distinctId: string;
-  /** As sent, including the keys lifted into columns below. */
-  readonly properties: Properties;
-  readonly timestamp: Timestamp;
-  readonly sessionId: string;
-  readonly windowId: string;
-  readonly currentUrl: string;
-  readonly host: string;
-  /** When this service received the request. */
-  readonly receivedAt: Timestamp;
-}
+import type { CapturedEvent, Timestamp } from "../event";
+import type { AcceptedEvent } from "./validate";
 
 /**
  * SPEC §2.3: the well-known properties get their own columns. An event without a timestamp happened when it

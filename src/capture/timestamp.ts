@@ -1,8 +1,4 @@
-/**
- * Timestamps as ClickHouse's DateTime64(6, 'UTC') reads them: `YYYY-MM-DD hh:mm:ss.ffffff`, always in UTC.
- * Fixed width, so they also sort and compare correctly as plain strings.
- */
-export type Timestamp = string & { readonly __brand: "Timestamp" };
+import type { Timestamp } from "../event";
 
 /** DateTime64's range; outside it ClickHouse would silently clamp. */
 const MIN_YEAR = 1900;

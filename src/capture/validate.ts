@@ -1,8 +1,7 @@
 import { type } from "arktype";
 import { fail } from "../errors";
-import { parseTimestamp, type Timestamp } from "./timestamp";
-
-export type Properties = Record<string, unknown>;
+import { distinctIdFrom, isObject, type Properties, type Timestamp } from "../event";
+import { parseTimestamp } from "./timestamp";
 
 /** SPEC §2.1. Other top-level fields (`historical_migration`, `sent_at`, …) are accepted and ignored. */
 const Payload = type({ batch: "unknown[] > 0", "api_key?": "unknown" });
@@ -85,19 +84,8 @@ function distinctIdOf(item: Item, properties: Properties): string | undefined {
   return undefined;
 }
 
-/** A distinct ID as a client may send one: a non-empty string, or a number (made a string). */
-export function distinctIdFrom(value: unknown): string | undefined {
-  if (typeof value === "string") return value === "" ? undefined : value;
-  if (typeof value === "number") return String(value);
-  return undefined;
-}
-
 function uuidOf(value: unknown): string | undefined {
   if (!Uuid.allows(value)) return undefined;
   const uuid = value.toLowerCase();
   return uuid === NIL_UUID ? undefined : uuid;
-}
-
-export function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

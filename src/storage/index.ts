@@ -1,5 +1,5 @@
-import type { CapturedEvent } from "../capture/normalize";
 import type { ClickHouseConfig } from "../config";
+import type { CapturedEvent, EventSink } from "../event";
 import { ClickHouse } from "./clickhouse";
 import { GroupCommit } from "./group-commit";
 import { DEFAULT_IDENTITY_OPTIONS, type IdentityOptions, IdentityResolver } from "./identity";
@@ -14,18 +14,17 @@ export interface StorageOptions {
 const DEFAULT_MAX_FLUSH_EVENTS = 100_000;
 
 /**
- * Owns everything in ClickHouse: the schema, identity resolution and the inserts. Writes go through one group
- * commit, so there is a single writer per process however many requests arrive at once.
+ * The event sink that owns everything in ClickHouse: the schema, identity resolution and the inserts. Writes go
+ * through one group commit, so there is a single writer per process however many requests arrive at once.
  */
-export class Storage {
+export class Storage implements EventSink {
+  readonly #db: ClickHouse;
   readonly #identity: IdentityResolver;
   readonly #commits: GroupCommit<CapturedEvent>;
   #closed = false;
 
-  private constructor(
-    readonly db: ClickHouse,
-    options: StorageOptions,
-  ) {
+  private constructor(db: ClickHouse, options: StorageOptions) {
+    this.#db = db;
     this.#identity = new IdentityResolver(db, options.identity ?? DEFAULT_IDENTITY_OPTIONS);
     this.#commits = new GroupCommit(
       (events) => this.#write(events),
@@ -56,7 +55,7 @@ export class Storage {
   async close(): Promise<void> {
     this.#closed = true;
     await this.#commits.drain();
-    await this.db.close();
+    await this.#db.close();
   }
 
   /**
@@ -66,9 +65,9 @@ export class Storage {
   async #write(events: readonly CapturedEvent[]): Promise<void> {
     const resolution = await this.#identity.resolve(events);
     try {
-      await this.db.insert("persons", resolution.persons);
-      await this.db.insert("person_distinct_ids", resolution.distinctIds);
-      await this.db.insert(
+      await this.#db.insert("persons", resolution.persons);
+      await this.#db.insert("person_distinct_ids", resolution.distinctIds);
+      await this.#db.insert(
         "events",
         events.map((event, index) => eventRow(event, resolution.personIds[index]!)),
       );

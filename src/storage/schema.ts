@@ -1,5 +1,4 @@
-import type { CapturedEvent } from "../capture/normalize";
-import type { Timestamp } from "../capture/timestamp";
+import type { CapturedEvent, Timestamp } from "../event";
 import type { ClickHouse } from "./clickhouse";
 
 /** One row of `events`. */

@@ -1,7 +1,7 @@
 import { type Config, loadConfig } from "../../src/config";
 import { serve } from "../../src/server";
 import { Storage, type StorageOptions } from "../../src/storage";
-import type { ClickHouse } from "../../src/storage/clickhouse";
+import { ClickHouse } from "../../src/storage/clickhouse";
 
 /** The ClickHouse settings every test uses: the server named by CLICKHOUSE_URL, or this process's chDB. */
 export function clickhouseEnv(): Record<string, string> {
@@ -17,6 +17,11 @@ export function clickhouseEnv(): Record<string, string> {
 let databases = 0;
 export function uniqueDatabase(): string {
   return `test_${process.pid}_${Date.now().toString(36)}_${databases++}`;
+}
+
+/** A handle of the test's own on the database the service writes to, for reading rows back and for faults. */
+export function openDb(database: string): ClickHouse {
+  return ClickHouse.connect(loadConfig({ ...clickhouseEnv(), CLICKHOUSE_DATABASE: database }).clickhouse);
 }
 
 export interface TestService {
@@ -42,15 +47,17 @@ export async function startService(
   });
   const storage = await Storage.open(config.clickhouse, options);
   const server = serve(config, storage);
+  const db = openDb(config.clickhouse.database);
   return {
     url: server.url.href.replace(/\/$/, ""),
     config,
     storage,
-    db: storage.db,
+    db,
     async stop({ drop = true } = {}) {
       await server.stop(true);
-      if (drop) await storage.db.command(`DROP DATABASE IF EXISTS \`${config.clickhouse.database}\``);
       await storage.close();
+      if (drop) await db.command(`DROP DATABASE IF EXISTS \`${config.clickhouse.database}\``);
+      await db.close();
     },
   };
 }

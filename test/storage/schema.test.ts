@@ -3,7 +3,7 @@ import { loadConfig } from "../../src/config";
 import { Storage } from "../../src/storage";
 import { createSchema } from "../../src/storage/schema";
 import { count } from "../helpers/rows";
-import { clickhouseEnv, send, startService, type TestService, uniqueDatabase } from "../helpers/service";
+import { clickhouseEnv, openDb, send, startService, type TestService, uniqueDatabase } from "../helpers/service";
 
 const KEY = "key-1";
 let service: TestService;
@@ -19,11 +19,9 @@ describe("schema", () => {
     await createSchema(service.db);
     const config = loadConfig({ ...clickhouseEnv(), CLICKHOUSE_DATABASE: service.config.clickhouse.database });
     const reopened = await Storage.open(config.clickhouse);
-    try {
-      expect(await count(reopened.db, "events", "event = 'kept'")).toBe(1);
-    } finally {
-      await reopened.close();
-    }
+    await reopened.ingest([]);
+    await reopened.close();
+    expect(await count(service.db, "events", "event = 'kept'")).toBe(1);
   });
 
   test("the tables have the columns the spec names", async () => {
@@ -65,11 +63,13 @@ describe("schema", () => {
   test("a storage on a database that does not exist yet creates it", async () => {
     const config = loadConfig({ ...clickhouseEnv(), CLICKHOUSE_DATABASE: uniqueDatabase() });
     const storage = await Storage.open(config.clickhouse);
+    await storage.close();
+    const db = openDb(config.clickhouse.database);
     try {
-      expect(await count(storage.db, "events")).toBe(0);
+      expect(await count(db, "events")).toBe(0);
     } finally {
-      await storage.db.command(`DROP DATABASE \`${config.clickhouse.database}\``);
-      await storage.close();
+      await db.command(`DROP DATABASE \`${config.clickhouse.database}\``);
+      await db.close();
     }
   });
 });

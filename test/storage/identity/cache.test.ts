@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { LruCache } from "../../src/storage/cache";
+import { LruCache } from "../../../src/storage/identity/cache";
 
 describe("LruCache", () => {
   test("evicts the least recently used entry past capacity", () => {

@@ -1,5 +1,5 @@
-import type { CapturedEvent } from "../capture/normalize";
-import { distinctIdFrom, isObject, type Properties } from "../capture/validate";
+import type { CapturedEvent, Properties } from "../../event";
+import { distinctIdFrom, isObject } from "../../event";
 
 /**
  * Values SDKs send when they have no real ID. Linking on one would merge unrelated people, so an `$identify` or

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import type { CapturedEvent } from "../../src/capture/normalize";
-import { isLinkable, linkedIdOf, personUpdatesOf, updatedProperties } from "../../src/storage/person-rules";
+import type { CapturedEvent } from "../../../src/event";
+import { isLinkable, linkedIdOf, personUpdatesOf, updatedProperties } from "../../../src/storage/identity/person-rules";
 
 const event = (name: string, distinctId: string, properties: Record<string, unknown>) =>
   ({ event: name, distinctId, properties }) as unknown as CapturedEvent;

@@ -1,0 +1,108 @@
+import type { Properties, Timestamp } from "../../event";
+import type { ClickHouse } from "../clickhouse";
+import type { DistinctIdRow, PersonRow } from "../schema";
+import type { Link, Person } from "./person";
+
+// How persons and links look in ClickHouse: the SQL that reads their latest versions, and the rows that write
+// new ones. ClickHouse lets an alias shadow a column of the same name, in WHERE and inside aggregates too, so no
+// alias below reuses a column name.
+
+interface LinkRecord {
+  distinct_id: string;
+  person: string;
+  latest_version: string | number;
+}
+
+/** The current links of these distinct IDs; deleted and unknown IDs are absent. */
+export async function loadLinks(db: ClickHouse, distinctIds: readonly string[]): Promise<Map<string, Link>> {
+  const rows = await db.rowsIn<LinkRecord>(
+    `SELECT distinct_id, toString(argMax(person_id, version)) AS person, max(version) AS latest_version
+     FROM ${db.table("person_distinct_ids")}
+     WHERE distinct_id IN {ids:Array(String)}
+     GROUP BY distinct_id
+     HAVING argMax(is_deleted, version) = 0`,
+    "ids",
+    distinctIds,
+  );
+  return toLinks(rows);
+}
+
+/**
+ * Every distinct ID currently on one of these persons. The bloom filter index narrows the inner scan to the
+ * persons' granules; the outer query keeps only IDs whose latest version still points at one of them.
+ */
+export async function loadLinksOfPersons(db: ClickHouse, personIds: readonly string[]): Promise<Map<string, Link>> {
+  const table = db.table("person_distinct_ids");
+  const rows = await db.rowsIn<LinkRecord>(
+    `SELECT distinct_id, toString(argMax(person_id, version)) AS person, max(version) AS latest_version
+     FROM ${table}
+     WHERE distinct_id IN (SELECT distinct_id FROM ${table} WHERE person_id IN {persons:Array(UUID)})
+     GROUP BY distinct_id
+     HAVING argMax(person_id, version) IN {persons:Array(UUID)} AND argMax(is_deleted, version) = 0`,
+    "persons",
+    personIds,
+  );
+  return toLinks(rows);
+}
+
+function toLinks(rows: readonly LinkRecord[]): Map<string, Link> {
+  return new Map(rows.map((row) => [row.distinct_id, { personId: row.person, version: Number(row.latest_version) }]));
+}
+
+interface PersonRecord {
+  person: string;
+  primary_id: string;
+  props: string;
+  identified: number;
+  deleted: number;
+  created: Timestamp;
+  latest_version: string | number;
+}
+
+/** The latest version of each of these persons; unknown ones are absent. */
+export async function loadPersons(db: ClickHouse, personIds: readonly string[]): Promise<Map<string, Person>> {
+  const rows = await db.rowsIn<PersonRecord>(
+    `SELECT toString(id) AS person,
+       argMax(distinct_id, version) AS primary_id,
+       argMax(properties, version) AS props,
+       argMax(is_identified, version) AS identified,
+       argMax(is_deleted, version) AS deleted,
+       toString(argMax(created_at, version)) AS created,
+       max(version) AS latest_version
+     FROM ${db.table("persons")}
+     WHERE id IN {ids:Array(UUID)}
+     GROUP BY id`,
+    "ids",
+    personIds,
+  );
+  return new Map(
+    rows.map((row) => [
+      row.person,
+      {
+        id: row.person,
+        distinctId: row.primary_id,
+        properties: JSON.parse(row.props) as Properties,
+        isIdentified: Number(row.identified) === 1,
+        isDeleted: Number(row.deleted) === 1,
+        createdAt: row.created,
+        version: Number(row.latest_version),
+      },
+    ]),
+  );
+}
+
+export function personRow(person: Person): PersonRow {
+  return {
+    id: person.id,
+    distinct_id: person.distinctId,
+    properties: JSON.stringify(person.properties),
+    is_identified: person.isIdentified ? 1 : 0,
+    is_deleted: person.isDeleted ? 1 : 0,
+    created_at: person.createdAt,
+    version: person.version,
+  };
+}
+
+export function linkRow(distinctId: string, link: Link): DistinctIdRow {
+  return { distinct_id: distinctId, person_id: link.personId, is_deleted: 0, version: link.version };
+}

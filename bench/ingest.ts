@@ -77,7 +77,10 @@ async function httpThroughput(): Promise<void> {
   const total = CLIENTS * REQUESTS_PER_CLIENT * EVENTS_PER_REQUEST;
 
   const { storage, db } = await openStorage();
-  const server = serve(loadConfig({ HOST: "127.0.0.1", PORT: "0", PUBLIC_API_KEYS: "bench" }), storage);
+  const server = serve({
+    config: loadConfig({ HOST: "127.0.0.1", PORT: "0", PUBLIC_API_KEYS: "bench" }),
+    sink: storage,
+  });
   const bodies = Array.from({ length: CLIENTS * REQUESTS_PER_CLIENT }, (_, r) =>
     JSON.stringify({
       api_key: "bench",

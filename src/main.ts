@@ -17,7 +17,7 @@ const storage = await Storage.open(config.clickhouse).catch((error: unknown) => 
   console.error("Cannot open ClickHouse:", error);
   process.exit(1);
 });
-const server = serve(config, storage);
+const server = serve({ config, sink: storage });
 const where =
   config.clickhouse.kind === "server" ? config.clickhouse.url : `embedded chDB at ${config.clickhouse.dataDir}`;
 console.log(`Listening on ${server.url.href} (ClickHouse: ${where}, database ${config.clickhouse.database})`);

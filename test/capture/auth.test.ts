@@ -1,136 +1,145 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { count } from "../helpers/rows";
-import { send, startService, type TestService } from "../helpers/service";
+import { type Case, runCases } from "../helpers/cases";
 
 const ORIGIN = "https://app.example.com";
-let service: TestService;
-let browserOnly: TestService;
-
-beforeAll(async () => {
-  service = await startService({
-    ALLOWED_ORIGINS: `${ORIGIN}, http://localhost:3000`,
-    PUBLIC_API_KEYS: "key-1, key-2",
-  });
-  browserOnly = await startService({ ALLOWED_ORIGINS: ORIGIN });
-});
-afterAll(async () => {
-  await service.stop();
-  await browserOnly.stop();
-});
+const both = { ALLOWED_ORIGINS: `${ORIGIN}, http://localhost:3000`, PUBLIC_API_KEYS: "key-1, key-2" };
+const browserOnly = { ALLOWED_ORIGINS: ORIGIN };
 
 const event = (extra: Record<string, unknown> = {}) => ({ event: "signed_up", distinct_id: "user-1", ...extra });
-const INVALID_KEY = { status: 401, body: { status: "error", error: "Invalid api_key" } };
+const INVALID_KEY = { status: 401, code: "invalid_api_key", error: "Invalid api_key" } as const;
+const MIXED = {
+  status: 400,
+  code: "mixed_api_keys",
+  error: "Mixed api_key values in one request are not supported",
+} as const;
+const from = (origin: string) => ({ origin });
 
-describe("backend requests (no Origin)", () => {
-  test("a valid key at batch level or at event level is accepted", async () => {
-    expect(await send(service, { api_key: "key-1", batch: [event()] })).toMatchObject({ status: 200 });
-    expect(await send(service, { batch: [event({ api_key: "key-2" }), event({ api_key: "key-2" })] })).toMatchObject({
-      status: 200,
-      body: { ingested: 2 },
-    });
-    expect(await send(service, { api_key: "key-1", batch: [event({ api_key: "key-1" })] })).toMatchObject({
-      status: 200,
-    });
-  });
+const cases: Case[] = [
+  // backend requests (no Origin)
+  {
+    name: "backend: a valid key at batch level is accepted",
+    env: both,
+    request: { body: { api_key: "key-1", batch: [event()] } },
+    expect: { status: 200, ingested: 1 },
+  },
+  {
+    name: "backend: a valid key at event level is accepted",
+    env: both,
+    request: { body: { batch: [event({ api_key: "key-2" }), event({ api_key: "key-2" })] } },
+    expect: { status: 200, ingested: 2 },
+  },
+  {
+    name: "backend: the same key at both levels is accepted",
+    env: both,
+    request: { body: { api_key: "key-1", batch: [event({ api_key: "key-1" })] } },
+    expect: { status: 200, ingested: 1 },
+  },
+  { name: "backend: a missing key is 401", env: both, request: { body: { batch: [event()] } }, expect: INVALID_KEY },
+  {
+    name: "backend: a null key counts as missing: 401",
+    env: both,
+    request: { body: { api_key: null, batch: [event()] } },
+    expect: INVALID_KEY,
+  },
+  ...(["key-3", "", " key-1", 42, { key: "key-1" }] as unknown[]).map(
+    (api_key): Case => ({
+      name: `backend: an unknown key ${JSON.stringify(api_key)} is 401`,
+      env: both,
+      request: { body: { api_key, batch: [event()] } },
+      expect: INVALID_KEY,
+    }),
+  ),
+  {
+    name: "backend ingest is off without PUBLIC_API_KEYS: no key is 401",
+    env: browserOnly,
+    request: { body: { batch: [event()] } },
+    expect: INVALID_KEY,
+  },
+  {
+    name: "backend ingest is off without PUBLIC_API_KEYS: any key is 401",
+    env: browserOnly,
+    request: { body: { api_key: "key-1", batch: [event()] } },
+    expect: INVALID_KEY,
+  },
+  // browser requests (with Origin)
+  ...[ORIGIN, "http://localhost:3000"].map(
+    (origin): Case => ({
+      name: `browser: the allowed origin ${origin} needs no key`,
+      env: both,
+      request: { headers: from(origin), body: { batch: [event()] } },
+      expect: { status: 200, ingested: 1 },
+    }),
+  ),
+  {
+    name: "browser: no key is needed with no backend keys configured",
+    env: browserOnly,
+    request: { headers: from(ORIGIN), body: { batch: [event()] } },
+    expect: { status: 200, ingested: 1 },
+  },
+  {
+    name: "browser: a valid key is accepted",
+    env: both,
+    request: { headers: from(ORIGIN), body: { api_key: "key-1", batch: [event()] } },
+    expect: { status: 200, ingested: 1 },
+  },
+  {
+    name: "browser: an invalid batch-level key is 401",
+    env: both,
+    request: { headers: from(ORIGIN), body: { api_key: "nope", batch: [event()] } },
+    expect: INVALID_KEY,
+  },
+  {
+    name: "browser: an invalid event-level key is 401",
+    env: both,
+    request: { headers: from(ORIGIN), body: { batch: [event({ api_key: "nope" })] } },
+    expect: INVALID_KEY,
+  },
+  {
+    name: "browser: with no backend keys configured, any key sent is invalid",
+    env: browserOnly,
+    request: { headers: from(ORIGIN), body: { api_key: "key-1", batch: [event()] } },
+    expect: INVALID_KEY,
+  },
+  ...[
+    "https://evil.example.com",
+    "http://app.example.com",
+    `${ORIGIN}/`,
+    `${ORIGIN}:443`,
+    "HTTPS://APP.EXAMPLE.COM",
+    "null",
+    "",
+  ].map(
+    (origin): Case => ({
+      name: `browser: the origin ${JSON.stringify(origin)} does not match exactly: 403, whatever the key`,
+      env: both,
+      request: { headers: from(origin), body: { api_key: "key-1", batch: [event()] } },
+      expect: { status: 403, code: "origin_not_allowed", error: "Origin is not allowed" },
+    }),
+  ),
+  // several api_key values in one request
+  {
+    name: "batch-level and event-level keys differ: 400",
+    env: both,
+    request: { body: { api_key: "key-1", batch: [event({ api_key: "key-2" })] } },
+    expect: MIXED,
+  },
+  {
+    name: "two events' keys differ: 400, even when one of them is invalid",
+    env: both,
+    request: { body: { batch: [event({ api_key: "key-1" }), event({ api_key: "bad" })] } },
+    expect: MIXED,
+  },
+  {
+    name: "two events' keys differ: 400, even from a browser",
+    env: both,
+    request: { headers: from(ORIGIN), body: { batch: [event({ api_key: "key-1" }), event({ api_key: "key-2" })] } },
+    expect: MIXED,
+  },
+  {
+    name: "events without a key do not count as a different key",
+    env: both,
+    request: { body: { api_key: "key-1", batch: [event(), event({ api_key: "key-1" }), event({ api_key: null })] } },
+    expect: { status: 200, ingested: 3 },
+  },
+];
 
-  test("a missing key is 401", async () => {
-    expect(await send(service, { batch: [event()] })).toMatchObject(INVALID_KEY);
-    expect(await send(service, { api_key: null, batch: [event()] })).toMatchObject(INVALID_KEY);
-  });
-
-  test("an unknown key is 401, and nothing is stored", async () => {
-    const before = await count(service.db, "events");
-    for (const api_key of ["key-3", "", " key-1", 42, { key: "key-1" }]) {
-      expect(await send(service, { api_key, batch: [event()] })).toMatchObject(INVALID_KEY);
-    }
-    expect(await count(service.db, "events")).toBe(before);
-  });
-
-  test("with no PUBLIC_API_KEYS, backend ingest is off: every no-Origin request is 401", async () => {
-    expect(await send(browserOnly, { batch: [event()] })).toMatchObject(INVALID_KEY);
-    expect(await send(browserOnly, { api_key: "key-1", batch: [event()] })).toMatchObject(INVALID_KEY);
-  });
-});
-
-describe("browser requests (with Origin)", () => {
-  test("an allowed origin needs no key", async () => {
-    for (const origin of [ORIGIN, "http://localhost:3000"]) {
-      expect(await send(service, { batch: [event()] }, { headers: { origin } })).toMatchObject({ status: 200 });
-    }
-    expect(await send(browserOnly, { batch: [event()] }, { headers: { origin: ORIGIN } })).toMatchObject({
-      status: 200,
-    });
-  });
-
-  test("a valid key is accepted", async () => {
-    expect(await send(service, { api_key: "key-1", batch: [event()] }, { headers: { origin: ORIGIN } })).toMatchObject({
-      status: 200,
-    });
-  });
-
-  test("an invalid key is 401", async () => {
-    expect(await send(service, { api_key: "nope", batch: [event()] }, { headers: { origin: ORIGIN } })).toMatchObject(
-      INVALID_KEY,
-    );
-    expect(await send(service, { batch: [event({ api_key: "nope" })] }, { headers: { origin: ORIGIN } })).toMatchObject(
-      INVALID_KEY,
-    );
-    // with no backend keys configured, any key a browser sends is invalid
-    expect(
-      await send(browserOnly, { api_key: "key-1", batch: [event()] }, { headers: { origin: ORIGIN } }),
-    ).toMatchObject(INVALID_KEY);
-  });
-
-  test("an origin that does not match exactly is 403, whatever the key", async () => {
-    const before = await count(service.db, "events");
-    for (const origin of [
-      "https://evil.example.com",
-      "http://app.example.com",
-      `${ORIGIN}/`,
-      `${ORIGIN}:443`,
-      "HTTPS://APP.EXAMPLE.COM",
-      "null",
-      "",
-    ]) {
-      const sent = await send(service, { api_key: "key-1", batch: [event()] }, { headers: { origin } });
-      expect(sent).toMatchObject({ status: 403, body: { status: "error", error: "Origin is not allowed" } });
-    }
-    expect(await count(service.db, "events")).toBe(before);
-  });
-});
-
-describe("several api_key values in one request", () => {
-  const MIXED = {
-    status: 400,
-    body: { status: "error", error: "Mixed api_key values in one request are not supported" },
-  };
-
-  test("batch level and event level differ: 400", async () => {
-    expect(await send(service, { api_key: "key-1", batch: [event({ api_key: "key-2" })] })).toMatchObject(MIXED);
-  });
-
-  test("two events differ: 400, even when one of them is invalid and even from a browser", async () => {
-    expect(await send(service, { batch: [event({ api_key: "key-1" }), event({ api_key: "bad" })] })).toMatchObject(
-      MIXED,
-    );
-    expect(
-      await send(
-        service,
-        { batch: [event({ api_key: "key-1" }), event({ api_key: "key-2" })] },
-        { headers: { origin: ORIGIN } },
-      ),
-    ).toMatchObject(MIXED);
-  });
-
-  test("events without a key do not count as a different key", async () => {
-    expect(
-      await send(service, {
-        api_key: "key-1",
-        batch: [event(), event({ api_key: "key-1" }), event({ api_key: null })],
-      }),
-    ).toMatchObject({
-      status: 200,
-      body: { ingested: 3 },
-    });
-  });
-});
+runCases("authentication (SPEC §5)", cases);

@@ -1,89 +1,74 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { count } from "../helpers/rows";
-import { send, startService, type TestService } from "../helpers/service";
+import { type Case, runCases } from "../helpers/cases";
 
 // The documented order of checks: compression parameter, Content-Type, Content-Encoding, Origin, body size,
 // gzip, JSON, payload shape, event count, api_key (mixed, then valid), timestamps, then the write.
 const ORIGIN = "https://app.example.com";
 const KEY = "key-1";
-let service: TestService;
-
-beforeAll(async () => {
-  service = await startService({
-    ALLOWED_ORIGINS: ORIGIN,
-    PUBLIC_API_KEYS: KEY,
-    MAX_EVENTS_PER_BATCH: "2",
-    MAX_BATCH_BYTES: "2048",
-  });
-});
-afterAll(() => service.stop());
-
+const env = { ALLOWED_ORIGINS: ORIGIN, PUBLIC_API_KEYS: KEY, MAX_EVENTS_PER_BATCH: "2", MAX_BATCH_BYTES: "2048" };
 const ok = { api_key: KEY, batch: [{ event: "e", distinct_id: "u" }] };
+const evil = "https://evil.example.com";
 
-describe("order of checks: the earlier failure wins", () => {
-  test("compression parameter before Content-Type", async () => {
-    const sent = await send(service, ok, {
-      path: "/batch/?compression=gzip-js",
-      headers: { "content-type": "text/plain" },
-    });
-    expect(sent.status).toBe(415);
-    expect(sent.body.error).toContain("compression");
-  });
+const cases: Case[] = [
+  {
+    name: "compression parameter before Content-Type",
+    env,
+    request: { path: "/batch/?compression=gzip-js", headers: { "content-type": "text/plain" }, body: ok },
+    expect: { status: 415, code: "compression_not_supported" },
+  },
+  {
+    name: "Content-Type before Content-Encoding",
+    env,
+    request: { headers: { "content-type": "text/plain", "content-encoding": "br" }, body: ok },
+    expect: { status: 415, code: "unsupported_content_type" },
+  },
+  {
+    name: "Content-Encoding before Origin",
+    env,
+    request: { headers: { "content-encoding": "br", origin: evil }, body: ok },
+    expect: { status: 415, code: "unsupported_content_encoding", error: "Unsupported content-encoding: br" },
+  },
+  {
+    name: "Origin before body size",
+    env,
+    request: { headers: { origin: evil }, body: "x".repeat(4096) },
+    expect: { status: 403, code: "origin_not_allowed" },
+  },
+  {
+    name: "body size before JSON",
+    env,
+    request: { body: "x".repeat(4096) },
+    expect: { status: 413, code: "body_too_large" },
+  },
+  {
+    name: "payload shape before the api_key",
+    env,
+    request: { body: { api_key: "wrong", batch: [] } },
+    expect: { status: 400, code: "invalid_payload" },
+  },
+  {
+    name: "event count before the api_key",
+    env,
+    request: { body: { api_key: "wrong", batch: [1, 2, 3].map((i) => ({ event: "e", distinct_id: `u${i}` })) } },
+    expect: { status: 413, code: "too_many_events", error: "Batch has 3 events, maximum is 2" },
+  },
+  {
+    name: "mixed keys before invalid keys",
+    env,
+    request: { body: { api_key: "wrong", batch: [{ event: "e", distinct_id: "u", api_key: "also-wrong" }] } },
+    expect: { status: 400, code: "mixed_api_keys" },
+  },
+  {
+    name: "the api_key before timestamps",
+    env,
+    request: { body: { api_key: "wrong", batch: [{ event: "e", distinct_id: "u", timestamp: "bad" }] } },
+    expect: { status: 401, code: "invalid_api_key" },
+  },
+  {
+    name: "a success answers ok with what was ingested and dropped",
+    env,
+    request: { body: { api_key: KEY, batch: [{ event: "e", distinct_id: "u" }, { event: "e" }] } },
+    expect: { status: 200, ingested: 1, dropped: 1 },
+  },
+];
 
-  test("Content-Type before Content-Encoding", async () => {
-    const sent = await send(service, ok, { headers: { "content-type": "text/plain", "content-encoding": "br" } });
-    expect(sent.body.error).toBe("Unsupported content type. Use application/json.");
-  });
-
-  test("Content-Encoding before Origin", async () => {
-    const sent = await send(service, ok, { headers: { "content-encoding": "br", origin: "https://evil.example.com" } });
-    expect(sent).toMatchObject({ status: 415, body: { error: "Unsupported content-encoding: br" } });
-  });
-
-  test("Origin before body size", async () => {
-    const sent = await send(service, "x".repeat(4096), { headers: { origin: "https://evil.example.com" } });
-    expect(sent.status).toBe(403);
-  });
-
-  test("body size before JSON", async () => {
-    expect((await send(service, "x".repeat(4096))).status).toBe(413);
-  });
-
-  test("payload shape before the api_key", async () => {
-    expect(await send(service, { api_key: "wrong", batch: [] })).toMatchObject({ status: 400 });
-  });
-
-  test("event count before the api_key", async () => {
-    const batch = [1, 2, 3].map((i) => ({ event: "e", distinct_id: `u${i}` }));
-    expect(await send(service, { api_key: "wrong", batch })).toMatchObject({
-      status: 413,
-      body: { error: "Batch has 3 events, maximum is 2" },
-    });
-  });
-
-  test("mixed keys before invalid keys", async () => {
-    const sent = await send(service, {
-      api_key: "wrong",
-      batch: [{ event: "e", distinct_id: "u", api_key: "also-wrong" }],
-    });
-    expect(sent.status).toBe(400);
-  });
-
-  test("the api_key before timestamps", async () => {
-    const sent = await send(service, { api_key: "wrong", batch: [{ event: "e", distinct_id: "u", timestamp: "bad" }] });
-    expect(sent.status).toBe(401);
-  });
-
-  test("nothing that failed a check was stored", async () => {
-    expect(await count(service.db, "events")).toBe(0);
-    expect(await count(service.db, "persons")).toBe(0);
-    expect(await count(service.db, "person_distinct_ids")).toBe(0);
-  });
-});
-
-test("a success answers ok with what was ingested and dropped", async () => {
-  const sent = await send(service, { api_key: KEY, batch: [{ event: "e", distinct_id: "u" }, { event: "e" }] });
-  expect(sent).toMatchObject({ status: 200, body: { status: "ok", ingested: 1, dropped: 1 } });
-  expect(sent.headers.get("content-type")).toContain("application/json");
-  expect(await count(service.db, "events")).toBe(1);
-});
+runCases("order of checks: the earlier failure wins", cases);

@@ -1,114 +1,111 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { acceptEvents } from "../../src/capture/validate";
-import { count, events } from "../helpers/rows";
-import { send, startService, type TestService } from "../helpers/service";
+import { type Case, harness, inProcess, runCases } from "../helpers/cases";
 
 const KEY = "key-1";
-let service: TestService;
-
-beforeAll(async () => {
-  service = await startService({ PUBLIC_API_KEYS: KEY, MAX_EVENTS_PER_BATCH: "5" });
-});
-afterAll(() => service.stop());
-
+const env = { PUBLIC_API_KEYS: KEY, MAX_EVENTS_PER_BATCH: "5" };
 const INVALID_PAYLOAD = {
   status: 400,
-  body: { status: "error", error: "Payload must be a JSON object with a non-empty batch array" },
-};
+  code: "invalid_payload",
+  error: "Payload must be a JSON object with a non-empty batch array",
+} as const;
+const events = (count: number) => Array.from({ length: count }, (_, i) => ({ event: "e", distinct_id: `u${i}` }));
 
-describe("the payload", () => {
-  test.each([
-    ["an empty batch", { api_key: KEY, batch: [] }],
-    ["no batch", { api_key: KEY }],
-    ["batch not an array", { api_key: KEY, batch: { event: "x", distinct_id: "u" } }],
-    ["batch a string", { api_key: KEY, batch: "[]" }],
-    ["an array", [{ event: "x", distinct_id: "u" }]],
-    ["null", null],
-    ["a string", "batch"],
-    ["a number", 1],
-  ])("%s is 400", async (_, payload) => {
-    expect(await send(service, payload)).toMatchObject(INVALID_PAYLOAD);
-  });
+const payloads: [string, unknown][] = [
+  ["an empty batch", { api_key: KEY, batch: [] }],
+  ["no batch", { api_key: KEY }],
+  ["batch not an array", { api_key: KEY, batch: { event: "x", distinct_id: "u" } }],
+  ["batch a string", { api_key: KEY, batch: "[]" }],
+  ["an array", [{ event: "x", distinct_id: "u" }]],
+  ["null", null],
+  ["a string", "batch"],
+  ["a number", 1],
+];
 
-  test("more events than MAX_EVENTS_PER_BATCH is 413 with the count and the maximum", async () => {
-    const batch = Array.from({ length: 6 }, (_, i) => ({ event: "e", distinct_id: `u${i}` }));
-    expect(await send(service, { api_key: KEY, batch })).toMatchObject({
-      status: 413,
-      body: { status: "error", error: "Batch has 6 events, maximum is 5" },
-    });
-    expect(await send(service, { api_key: KEY, batch: batch.slice(0, 5) })).toMatchObject({
-      status: 200,
-      body: { ingested: 5 },
-    });
-  });
+const badTimestamps: unknown[] = ["2024-02-30T00:00:00Z", "soon", 1714564800, true, {}];
 
-  test("unknown top-level and event-level fields are ignored", async () => {
-    const sent = await send(service, {
-      api_key: KEY,
-      historical_migration: true,
-      sent_at: "2024-01-01T00:00:00Z",
-      whatever: { nested: [1] },
-      batch: [
-        { event: "ignored_fields", distinct_id: "u-ignored", type: "capture", library: "x", $set: { a: 1 }, offset: 5 },
-      ],
-    });
-    expect(sent).toMatchObject({ status: 200, body: { ingested: 1, dropped: 0 } });
-    const stored = (await events(service.db)).find((e) => e.event === "ignored_fields")!;
-    expect(JSON.parse(stored.properties)).toEqual({});
-  });
-});
-
-describe("dropped events", () => {
-  test("events without a name or a distinct ID, and items that are not objects, are dropped and counted", async () => {
-    const before = await count(service.db, "events");
-    const sent = await send(service, {
-      api_key: KEY,
-      batch: [
-        { event: "kept", distinct_id: "u-drop" },
-        { distinct_id: "u-drop" },
-        { event: "", distinct_id: "u-drop" },
-        { event: 42, distinct_id: "u-drop" },
-        { event: "no_distinct_id" },
-      ],
-    });
-    expect(sent).toMatchObject({ status: 200, body: { status: "ok", ingested: 1, dropped: 4 } });
-    const more = await send(service, {
-      api_key: KEY,
-      batch: [null, 7, "event", ["event"], { event: "kept", distinct_id: "" }],
-    });
-    expect(more).toMatchObject({ status: 200, body: { ingested: 0, dropped: 5 } });
-    expect(await count(service.db, "events")).toBe(before + 1);
-  });
-});
-
-describe("timestamps", () => {
-  test("an invalid timestamp fails the whole request with 400 naming the event, and stores nothing", async () => {
-    const before = await count(service.db, "events");
-    for (const timestamp of ["2024-02-30T00:00:00Z", "soon", 1714564800, true, {}]) {
-      const sent = await send(service, {
+const cases: Case[] = [
+  ...payloads.map(
+    ([name, body]): Case => ({ name: `${name} is 400`, env, request: { body }, expect: INVALID_PAYLOAD }),
+  ),
+  {
+    name: "more events than MAX_EVENTS_PER_BATCH is 413 with the count and the maximum",
+    env,
+    request: { body: { api_key: KEY, batch: events(6) } },
+    expect: { status: 413, code: "too_many_events", error: "Batch has 6 events, maximum is 5" },
+  },
+  {
+    name: "exactly MAX_EVENTS_PER_BATCH is accepted",
+    env,
+    request: { body: { api_key: KEY, batch: events(5) } },
+    expect: { status: 200, ingested: 5 },
+  },
+  {
+    name: "events without a name or distinct ID are dropped and counted",
+    env,
+    request: {
+      body: {
         api_key: KEY,
         batch: [
-          { event: "fine", distinct_id: "u-ts", timestamp: "2024-05-01T00:00:00Z" },
-          { event: "bad", distinct_id: "u-ts", timestamp },
+          { event: "kept", distinct_id: "u" },
+          { distinct_id: "u" },
+          { event: "", distinct_id: "u" },
+          { event: 42, distinct_id: "u" },
+          { event: "no_distinct_id" },
         ],
-      });
-      expect(sent.status).toBe(400);
-      expect(sent.body).toMatchObject({ status: "error" });
-      expect(sent.body.error).toContain("batch[1]");
-    }
-    expect(await count(service.db, "events")).toBe(before);
-  });
+      },
+    },
+    expect: { status: 200, ingested: 1, dropped: 4 },
+  },
+  {
+    name: "items that are not objects are dropped and counted",
+    env,
+    request: { body: { api_key: KEY, batch: [null, 7, "event", ["event"], { event: "kept", distinct_id: "" }] } },
+    expect: { status: 200, ingested: 0, dropped: 5 },
+  },
+  ...badTimestamps.map(
+    (timestamp): Case => ({
+      name: `an invalid timestamp ${JSON.stringify(timestamp)} fails the whole request, naming the item`,
+      env,
+      request: {
+        body: {
+          api_key: KEY,
+          batch: [
+            { event: "fine", distinct_id: "u", timestamp: "2024-05-01T00:00:00Z" },
+            { event: "bad", distinct_id: "u", timestamp },
+          ],
+        },
+      },
+      expect: { status: 400, code: "invalid_timestamp", error: /batch\[1\]/ },
+    }),
+  ),
+  {
+    name: "a null timestamp means none",
+    env,
+    request: { body: { api_key: KEY, batch: [{ event: "e", distinct_id: "u", timestamp: null }] } },
+    expect: { status: 200, ingested: 1 },
+  },
+  {
+    name: "the timestamp of an item that is dropped is checked too",
+    env,
+    request: { body: { api_key: KEY, batch: [{ distinct_id: "u", timestamp: "bad" }] } },
+    expect: { status: 400, code: "invalid_timestamp", error: /batch\[0\]/ },
+  },
+];
 
-  test("a null timestamp means none", async () => {
-    expect(
-      await send(service, { api_key: KEY, batch: [{ event: "e", distinct_id: "u", timestamp: null }] }),
-    ).toMatchObject({ status: 200 });
-  });
+runCases("the payload", cases);
 
-  test("the timestamp of an item that is dropped is checked too", async () => {
-    const sent = await send(service, { api_key: KEY, batch: [{ distinct_id: "u", timestamp: "bad" }] });
-    expect(sent.status).toBe(400);
-  });
+test("unknown top-level and event-level fields are ignored; only properties are kept", async () => {
+  const { app, sink } = harness(env);
+  const body = {
+    api_key: KEY,
+    historical_migration: true,
+    sent_at: "2024-01-01T00:00:00Z",
+    whatever: { nested: [1] },
+    batch: [{ event: "ignored_fields", distinct_id: "u", type: "capture", library: "x", $set: { a: 1 }, offset: 5 }],
+  };
+  expect((await inProcess.send(app, { body })).status).toBe(200);
+  expect(sink.events.map((event) => event.properties)).toEqual([{}]);
 });
 
 describe("acceptEvents", () => {

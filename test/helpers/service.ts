@@ -46,7 +46,7 @@ export async function startService(
     ...env,
   });
   const storage = await Storage.open(config.clickhouse, options);
-  const server = serve(config, storage);
+  const server = serve({ config, sink: storage });
   const db = openDb(config.clickhouse.database);
   return {
     url: server.url.href.replace(/\/$/, ""),

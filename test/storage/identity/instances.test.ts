@@ -1,14 +1,14 @@
 import { expect, test } from "bun:test";
-import { personIdFor } from "../../src/storage/identity";
+import { personIdFor } from "../../../src/storage/identity";
 import {
   expectNoSplitPersons,
   expectStoredToMatch,
   IdentityModel,
   random,
   randomEvent,
-} from "../helpers/identity-model";
-import { events, links, personOf } from "../helpers/rows";
-import { send, startService, type TestService } from "../helpers/service";
+} from "../../helpers/identity-model";
+import { events, links, personOf } from "../../helpers/rows";
+import { send, startService, type TestService } from "../../helpers/service";
 
 const KEY = "key-1";
 const TTL_MS = 200;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, spyOn, test } from "bun:test";
-import { personIdFor } from "../../src/storage/identity";
-import { count, events, links, personOf, persons } from "../helpers/rows";
-import { send, startService, type TestService } from "../helpers/service";
+import { personIdFor } from "../../../src/storage/identity";
+import { count, events, links, personOf, persons } from "../../helpers/rows";
+import { send, startService, type TestService } from "../../helpers/service";
 
 const KEY = "key-1";
 let service: TestService;

@@ -6,8 +6,8 @@ import {
   type ModelEvent,
   random,
   randomEvent,
-} from "../helpers/identity-model";
-import { send, startService, type TestService } from "../helpers/service";
+} from "../../helpers/identity-model";
+import { send, startService, type TestService } from "../../helpers/service";
 
 const KEY = "key-1";
 const SEED = Number(process.env.IDENTITY_SEED ?? 20261122);

@@ -7,6 +7,9 @@ const STATUS = {
   invalid_payload: 400,
   invalid_gzip: 400,
   invalid_timestamp: 400,
+  too_deep: 400,
+  bad_request: 400,
+  incomplete_body: 400,
   mixed_api_keys: 400,
   invalid_api_key: 401,
   origin_not_allowed: 403,
@@ -53,6 +56,11 @@ export const fail = {
       "invalid_timestamp",
       `Invalid timestamp in batch[${index}]: expected an ISO 8601 date-time between 1900 and 2299`,
     ),
+  tooDeep: (index: number, max: number) =>
+    new IngestError("too_deep", `Properties of batch[${index}] nest deeper than ${max} levels`),
+  badRequest: () => new IngestError("bad_request", "Bad request"),
+  incompleteBody: (cause: unknown) =>
+    new IngestError("incomplete_body", "Request body was not received completely", { cause }),
   mixedApiKeys: () => new IngestError("mixed_api_keys", "Mixed api_key values in one request are not supported"),
   invalidApiKey: () => new IngestError("invalid_api_key", "Invalid api_key"),
   originNotAllowed: () => new IngestError("origin_not_allowed", "Origin is not allowed"),

@@ -1,3 +1,5 @@
+import { isRawNumber, numberText } from "./json";
+
 /**
  * The event model both sides share: what capture hands over once a request has passed every check, and the
  * sink it hands it to. `capture/` produces these and `storage/` consumes them; neither imports the other.
@@ -32,14 +34,41 @@ export interface EventSink {
   ingest(events: readonly CapturedEvent[]): Promise<void>;
 }
 
-/** A distinct ID as a client may send one: a non-empty string, or a number (made a string). */
-export function distinctIdFrom(value: unknown): string | undefined {
-  if (typeof value === "string") return value === "" ? undefined : value;
-  if (typeof value === "number") return String(value);
-  return undefined;
+/**
+ * Limits on what becomes a column or a key (README "Limits"). Longer values are truncated; `properties` keep
+ * the full value as sent. PostHog's capture truncates distinct IDs at 200 characters too.
+ */
+export const LIMITS = {
+  event: 200,
+  distinctId: 200,
+  sessionId: 200,
+  windowId: 200,
+  host: 255,
+  currentUrl: 8192,
+  /** Objects and arrays within an event's `properties` (itself one level). Deeper fails the request with 400. */
+  propertiesDepth: 64,
+} as const;
+
+/**
+ * Text as stored in a column and used as a key: at most `max` UTF-16 code units (never half a surrogate pair),
+ * and well-formed, each lone surrogate replaced by U+FFFD, as invalid UTF-8 bytes already are when the body is
+ * decoded. One rule for what is inserted, what is looked up and what the person id is derived from.
+ */
+export function columnText(value: string, max: number): string {
+  let text = value;
+  if (text.length > max) {
+    const cut = text.charCodeAt(max - 1);
+    text = text.slice(0, cut >= 0xd800 && cut <= 0xdbff ? max - 1 : max);
+  }
+  return text.isWellFormed() ? text : text.toWellFormed();
 }
 
-/** A JSON object: not null, not an array. */
-export function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
+/**
+ * A distinct ID as a client may send one: a non-empty string, or a number, written with the digits sent when
+ * a double cannot hold them (`12345678901234567890`). Bounded and well-formed by `columnText`.
+ */
+export function distinctIdFrom(value: unknown): string | undefined {
+  if (typeof value === "string") return value === "" ? undefined : columnText(value, LIMITS.distinctId);
+  if (typeof value === "number" || isRawNumber(value)) return columnText(numberText(value), LIMITS.distinctId);
+  return undefined;
 }

@@ -9,26 +9,34 @@ export interface App {
   readonly config: Config;
   readonly sink: EventSink;
   /** Told of every failure answered, with its code and cause (logs, metrics, tests). */
-  readonly onFailure?: (failure: IngestError, request: Request) => void;
+  readonly onFailure?: (failure: IngestError, request: Request | undefined) => void;
 }
 
 /**
  * Starts the HTTP server. Bun's own body limit is lifted out of the way: over it, Bun would answer with an
  * empty 413, and the spec wants an Error object, so `MAX_BATCH_BYTES` is enforced while reading the body.
+ * Development mode stays off and `error` answers anything that escapes `handle`, so Bun's HTML error page,
+ * with paths and source lines, is never sent.
  */
 export function serve(app: App): Server<undefined> {
   return Bun.serve({
     hostname: app.config.host,
     port: app.config.port,
+    development: false,
     maxRequestBodySize: Number.MAX_SAFE_INTEGER,
     fetch: (request) => handle(request, app),
+    error: (error) => failureResponse(fail.internal(error), app, undefined),
   });
 }
 
+// Without a Host header (HTTP/1.0), or with one that is no host, Bun hands over a relative URL.
+const BASE_URL = "http://localhost";
+
 /** Routes by hand, and is the one place a failure becomes a response. */
 export async function handle(request: Request, app: App): Promise<Response> {
-  const url = new URL(request.url);
   try {
+    const url = URL.parse(request.url, BASE_URL);
+    if (url === null) throw fail.badRequest();
     switch (url.pathname) {
       case "/batch":
       case "/batch/": {
@@ -37,22 +45,27 @@ export async function handle(request: Request, app: App): Promise<Response> {
         return Response.json({ status: "ok", ingested, dropped });
       }
       case "/health":
-        if (request.method !== "GET" && request.method !== "HEAD") throw fail.methodNotAllowed("GET");
+        if (request.method !== "GET" && request.method !== "HEAD") throw fail.methodNotAllowed("GET, HEAD");
         return Response.json({ ok: true });
       default:
         throw fail.notFound();
     }
   } catch (error) {
-    const failure = asIngestError(error);
-    (app.onFailure ?? logInternal)(failure, request);
-    return Response.json(
-      { status: "error", error: failure.message },
-      { status: failure.status, headers: failure.headers },
-    );
+    return failureResponse(asIngestError(error), app, request);
   }
 }
 
-function logInternal(failure: IngestError, request: Request): void {
+/** The one place a failure becomes a response: the Error object, the failure's status and headers. */
+function failureResponse(failure: IngestError, app: App, request: Request | undefined): Response {
+  (app.onFailure ?? logInternal)(failure, request);
+  return Response.json(
+    { status: "error", error: failure.message },
+    { status: failure.status, headers: failure.headers },
+  );
+}
+
+function logInternal(failure: IngestError, request: Request | undefined): void {
   if (failure.code !== "internal") return;
-  console.error(`${request.method} ${new URL(request.url).pathname} failed:`, failure.cause);
+  const path = request === undefined ? "" : URL.parse(request.url, BASE_URL)?.pathname;
+  console.error(`${request?.method ?? "request"} ${path} failed:`, failure.cause);
 }

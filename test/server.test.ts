@@ -1,5 +1,7 @@
 import { describe, expect, spyOn, test } from "bun:test";
+import { serve } from "../src/server";
 import { type Case, harness, runCases, TRANSPORTS } from "./helpers/cases";
+import { parseResponses, rawExchange } from "./helpers/raw-http";
 
 const env = { PUBLIC_API_KEYS: "key-1" };
 const body = { api_key: "key-1", batch: [{ event: "e", distinct_id: "u" }] };
@@ -27,14 +29,14 @@ const cases: Case[] = [
     }),
   ),
   {
-    name: "POST /health is 405 with Allow: GET",
+    name: "POST /health is 405 with Allow: GET, HEAD",
     env,
     request: { path: "/health", body },
     expect: {
       status: 405,
       code: "method_not_allowed",
-      error: "Method not allowed. Use GET.",
-      headers: { allow: "GET" },
+      error: "Method not allowed. Use GET, HEAD.",
+      headers: { allow: "GET, HEAD" },
     },
   },
   ...["/", "/capture/", "/batch/extra", "/health/", "/e/"].map(
@@ -79,3 +81,61 @@ for (const transport of TRANSPORTS) {
     });
   });
 }
+
+describe("requests no HTTP client library would send", () => {
+  const batchBody = JSON.stringify(body);
+  const post = (headers: string) =>
+    `POST /batch/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${headers}\r\n`;
+
+  async function exchange(bytes: string, options?: { abort?: boolean; waitMs?: number }) {
+    const h = harness(env);
+    const server = serve(h.app);
+    try {
+      return { ...h, responses: parseResponses(await rawExchange(server.port!, bytes, options)) };
+    } finally {
+      await server.stop(true);
+    }
+  }
+
+  test.each([
+    ["HTTP/1.0 without Host", "GET /health HTTP/1.0\r\n\r\n"],
+    ["a Host that is no host", "GET /health HTTP/1.1\r\nHost: a b\r\nConnection: close\r\n\r\n"],
+  ])("%s: /health answers JSON", async (_, bytes) => {
+    const { responses } = await exchange(bytes);
+    expect(responses.map((r) => [r.status, r.headers["content-type"], r.body])).toEqual([
+      [200, "application/json;charset=utf-8", '{"ok":true}'],
+    ]);
+  });
+
+  test("HTTP/1.0 without Host can ingest", async () => {
+    const { responses, sink } = await exchange(
+      `POST /batch HTTP/1.0\r\nContent-Type: application/json\r\nContent-Length: ${batchBody.length}\r\n\r\n${batchBody}`,
+    );
+    expect(responses.map((r) => [r.status, r.body])).toEqual([[200, '{"status":"ok","ingested":1,"dropped":0}']]);
+    expect(sink.events).toHaveLength(1);
+  });
+
+  test("pipelined requests are each answered in order", async () => {
+    const one = `${post(`Content-Length: ${batchBody.length}\r\n`)}${batchBody}`;
+    const { responses } = await exchange(
+      `${one}GET /nope HTTP/1.1\r\nHost: x\r\n\r\n${one}GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+    );
+    expect(responses.map((r) => r.status)).toEqual([200, 404, 200, 200]);
+  });
+
+  test("an upload cut off mid-body is a quiet client failure: no stack trace, nothing stored", async () => {
+    const logged = spyOn(console, "error").mockImplementation(() => {});
+    try {
+      const { failures, sink } = await exchange(`${post("Content-Length: 100000\r\n")}{"api_key":"key-1","batch":[`, {
+        abort: true,
+        waitMs: 500,
+      });
+      await Bun.sleep(50);
+      expect(failures.map((failure) => failure.code)).toEqual(["incomplete_body"]);
+      expect(sink.events).toEqual([]);
+      expect(logged).not.toHaveBeenCalled();
+    } finally {
+      logged.mockRestore();
+    }
+  });
+});

@@ -1,6 +1,7 @@
 import { promisify } from "node:util";
 import { gunzip } from "node:zlib";
-import { fail } from "../errors";
+import { fail, IngestError } from "../errors";
+import { parseJson } from "../json";
 
 export type ContentEncoding = "identity" | "gzip";
 
@@ -35,7 +36,7 @@ export async function decodeBody(request: Request, encoding: ContentEncoding, ma
   const wire = await readBody(request, maxBytes);
   const json = encoding === "gzip" ? await inflate(wire, maxBytes) : wire;
   try {
-    return JSON.parse(json.toString("utf8"));
+    return parseJson(json.toString("utf8"));
   } catch (error) {
     throw fail.invalidPayload(error);
   }
@@ -50,10 +51,15 @@ async function readBody(request: Request, maxBytes: number): Promise<Buffer> {
   // cancels the stream, and the rest of the upload is never buffered.
   const chunks: Uint8Array[] = [];
   let size = 0;
-  for await (const chunk of request.body) {
-    size += chunk.byteLength;
-    if (size > maxBytes) throw fail.bodyTooLarge(maxBytes);
-    chunks.push(chunk);
+  try {
+    for await (const chunk of request.body) {
+      size += chunk.byteLength;
+      if (size > maxBytes) throw fail.bodyTooLarge(maxBytes);
+      chunks.push(chunk);
+    }
+  } catch (error) {
+    // The client went away mid-upload: nobody reads the answer, and it is no fault of ours.
+    throw error instanceof IngestError ? error : fail.incompleteBody(error);
   }
   return Buffer.concat(chunks, size);
 }

@@ -1,4 +1,5 @@
-import type { CapturedEvent, Timestamp } from "../event";
+import { type CapturedEvent, columnText, LIMITS, type Timestamp } from "../event";
+import { isRawNumber, numberText } from "../json";
 import type { AcceptedEvent } from "./validate";
 
 /**
@@ -13,16 +14,17 @@ export function normalize(event: AcceptedEvent, receivedAt: Timestamp): Captured
     distinctId: event.distinctId,
     properties,
     timestamp: event.timestamp ?? receivedAt,
-    sessionId: column(properties.$session_id),
-    windowId: column(properties.$window_id),
-    currentUrl: column(properties.$current_url),
-    host: column(properties.$host),
+    sessionId: column(properties.$session_id, LIMITS.sessionId),
+    windowId: column(properties.$window_id, LIMITS.windowId),
+    currentUrl: column(properties.$current_url, LIMITS.currentUrl),
+    host: column(properties.$host, LIMITS.host),
     receivedAt,
   };
 }
 
-function column(value: unknown): string {
-  if (typeof value === "string") return value;
-  if (typeof value === "number") return String(value);
+/** A string, or a number as text (digits as sent); anything else is no value. Bounded and well-formed. */
+function column(value: unknown, max: number): string {
+  if (typeof value === "string") return columnText(value, max);
+  if (typeof value === "number" || isRawNumber(value)) return numberText(value);
   return "";
 }

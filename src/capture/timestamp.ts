@@ -38,15 +38,17 @@ export function parseTimestamp(text: string): Timestamp | undefined {
   const s = Number(second);
   const oh = Number(offsetHours);
   const om = Number(offsetMinutes);
-  if (y < MIN_YEAR || y > MAX_YEAR || h > 23 || mi > 59 || s > 59 || oh > 23 || om > 59) return undefined;
+  if (y < MIN_YEAR || y > MAX_YEAR || h > 23 || mi > 59 || s > 60 || oh > 23 || om > 59) return undefined;
+  // A leap second (`23:59:60`) has no place in UTC arithmetic: it becomes the last microsecond of its minute.
+  const leap = s === 60;
 
-  const local = new Date(Date.UTC(y, mo - 1, d, h, mi, s));
+  const local = new Date(Date.UTC(y, mo - 1, d, h, mi, leap ? 59 : s));
   if (local.getUTCMonth() !== mo - 1 || local.getUTCDate() !== d) return undefined; // rolled over: no such day
 
   const offsetMs = (sign === "-" ? -1 : 1) * (oh * 60 + om) * 60_000;
   const utc = new Date(local.getTime() - offsetMs);
   if (utc.getUTCFullYear() < MIN_YEAR || utc.getUTCFullYear() > MAX_YEAR) return undefined;
-  return format(utc, fraction.slice(0, 6).padEnd(6, "0"));
+  return format(utc, leap ? "999999" : fraction.slice(0, 6).padEnd(6, "0"));
 }
 
 /** The current time, for events sent without a timestamp and for ingestion times. */

@@ -1,6 +1,7 @@
 import { type } from "arktype";
 import { fail } from "../errors";
-import { distinctIdFrom, isObject, type Properties, type Timestamp } from "../event";
+import { columnText, distinctIdFrom, LIMITS, type Properties, type Timestamp } from "../event";
+import { isObject, nestsDeeperThan } from "../json";
 import { parseTimestamp } from "./timestamp";
 
 /** SPEC §2.1. Other top-level fields (`historical_migration`, `sent_at`, …) are accepted and ignored. */
@@ -53,17 +54,19 @@ export function* objectItems(batch: readonly unknown[]): Generator<[Item, number
 }
 
 /**
- * Splits the batch into events to ingest and a count of dropped ones (SPEC §4.1). An invalid timestamp on any
- * item fails the whole request, before anything is stored.
+ * Splits the batch into events to ingest and a count of dropped ones (SPEC §4.1). An invalid timestamp or
+ * properties nested too deep on any item fail the whole request, before anything is stored.
  */
 export function acceptEvents(batch: readonly unknown[]): AcceptedBatch {
   const events: AcceptedEvent[] = [];
   for (const [item, index] of objectItems(batch)) {
     const timestamp = timestampOf(item, index);
     const properties = isObject(item.properties) ? (item.properties as Properties) : {};
+    if (nestsDeeperThan(properties, LIMITS.propertiesDepth)) throw fail.tooDeep(index, LIMITS.propertiesDepth);
     const distinctId = distinctIdOf(item, properties);
     if (!EventName.allows(item.event) || distinctId === undefined) continue;
-    events.push({ event: item.event, distinctId, properties, timestamp, uuid: uuidOf(item.uuid) });
+    const event = columnText(item.event, LIMITS.event);
+    events.push({ event, distinctId, properties, timestamp, uuid: uuidOf(item.uuid) });
   }
   return { events, dropped: batch.length - events.length };
 }

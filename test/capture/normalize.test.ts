@@ -122,3 +122,47 @@ describe("stored events", () => {
     ]);
   });
 });
+
+describe("hostile values", () => {
+  test("lone surrogates in the name and the IDs are stored as U+FFFD, not refused", async () => {
+    const body = String.raw`{"api_key":"key-1","batch":[{"event":"surrogate\ud800","distinct_id":"sx\ud800","properties":{"$session_id":"s\udc00","p":"\ud800"}}]}`;
+    expect((await send(service, body)).status).toBe(200);
+    const [stored] = await storedByEvent("surrogate\ufffd");
+    expect(stored).toMatchObject({
+      distinct_id: "sx\ufffd",
+      session_id: "s\ufffd",
+      person_id: personIdFor("sx\ufffd"),
+    });
+    expect(JSON.parse(stored!.properties)).toEqual({ $session_id: "s\udc00", p: "\ud800" });
+  });
+
+  test("numeric distinct IDs keep their digits; properties keep big integers, -0 and huge exponents", async () => {
+    const body =
+      '{"api_key":"key-1","batch":[' +
+      '{"event":"digits","distinct_id":12345678901234567890,"properties":{"n":12345678901234567890,"z":-0,"e":1e400,"f":1.5}},' +
+      '{"event":"digits","distinct_id":12345678901234567891},{"event":"digits","distinct_id":1e400}]}';
+    expect(await send(service, body)).toMatchObject({ status: 200, body: { ingested: 3 } });
+    const stored = await storedByEvent("digits");
+    expect(stored.map((e) => [e.distinct_id, e.person_id]).sort()).toEqual(
+      [
+        ["12345678901234567890", personIdFor("12345678901234567890")],
+        ["12345678901234567891", personIdFor("12345678901234567891")],
+        ["1e400", personIdFor("1e400")],
+      ].sort(),
+    );
+    const first = stored.find((e) => e.distinct_id === "12345678901234567890")!;
+    expect(first.properties).toBe('{"n":12345678901234567890,"z":-0,"e":1e400,"f":1.5}');
+  });
+
+  test("long names and IDs are cut to their limits in the columns; properties keep the whole value", async () => {
+    const long = "L".repeat(10_000);
+    const body = {
+      api_key: KEY,
+      batch: [{ event: `long-${long}`, distinct_id: long, properties: { $current_url: `https://x/${long}`, long } }],
+    };
+    expect((await send(service, body)).status).toBe(200);
+    const [stored] = (await events(service.db)).filter((e) => e.event.startsWith("long-"));
+    expect([stored?.event.length, stored?.distinct_id.length, stored?.current_url.length]).toEqual([200, 200, 8192]);
+    expect(JSON.parse(stored!.properties).long).toHaveLength(10_000);
+  });
+});

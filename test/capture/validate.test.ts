@@ -93,7 +93,73 @@ const cases: Case[] = [
   },
 ];
 
+/** A JSON value nested `levels` deep (objects and arrays alternating), as raw text. */
+const nestedText = (levels: number) =>
+  Array.from({ length: levels }, (_, i) => (i % 2 ? "[" : '{"k":')).join("") +
+  "1" +
+  Array.from({ length: levels }, (_, i) => (i % 2 ? "]" : "}"))
+    .reverse()
+    .join("");
+const withProperties = (properties: string) =>
+  `{"api_key":"${KEY}","batch":[{"event":"ok","distinct_id":"u"},{"event":"deep","distinct_id":"u","properties":${properties}}]}`;
+const TOO_DEEP = { status: 400, code: "too_deep", error: "Properties of batch[1] nest deeper than 64 levels" } as const;
+
+cases.push(
+  {
+    name: "properties nested 64 levels are accepted",
+    env,
+    request: { body: withProperties(nestedText(64)) },
+    expect: { status: 200, ingested: 2 },
+  },
+  {
+    name: "properties nested 65 levels fail the request, naming the item",
+    env,
+    request: { body: withProperties(nestedText(65)) },
+    expect: TOO_DEEP,
+  },
+  {
+    name: "$set nested 100,000 deep fails the request before anything is written",
+    env,
+    request: { body: withProperties(`{"$set":{"a":${nestedText(100_000)}}}`) },
+    expect: TOO_DEEP,
+  },
+  {
+    name: "$set_once nested 100,000 deep, beside a number that needs its digits kept",
+    env,
+    request: { body: withProperties(`{"big":12345678901234567890,"$set_once":{"a":${nestedText(100_000)}}}`) },
+    expect: TOO_DEEP,
+  },
+  {
+    name: "nesting in ignored event-level fields does not matter",
+    env,
+    request: {
+      body: `{"api_key":"${KEY}","batch":[{"event":"e","distinct_id":"u","extra":${nestedText(100_000)}}]}`,
+    },
+    expect: { status: 200, ingested: 1 },
+  },
+);
+
 runCases("the payload", cases);
+
+test("an event name and distinct ID of 5 MB are cut to 200 characters; properties keep the whole value", async () => {
+  const { app, sink } = harness(env);
+  const long = "x".repeat(5_000_000);
+  const body = { api_key: KEY, batch: [{ event: long, distinct_id: long, properties: { long } }] };
+  expect((await inProcess.send(app, { body })).status).toBe(200);
+  const [event] = sink.events;
+  expect([event?.event.length, event?.distinctId.length, (event?.properties.long as string).length]).toEqual([
+    200, 200, 5_000_000,
+  ]);
+});
+
+test("lone surrogates in the event name and distinct IDs become U+FFFD; properties keep them", async () => {
+  const { app, sink } = harness(env);
+  // escapes in the JSON text, as a client's JSON encoder writes a lone surrogate
+  const body = String.raw`{"api_key":"key-1","batch":[{"event":"e\ud800","distinct_id":"x\udfff","properties":{"p":"\ud800"}}]}`;
+  expect((await inProcess.send(app, { body })).status).toBe(200);
+  const [event] = sink.events;
+  expect([event?.event, event?.distinctId, event?.properties.p]).toEqual(["e\ufffd", "x\ufffd", "\ud800"]);
+});
 
 test("unknown top-level and event-level fields are ignored; only properties are kept", async () => {
   const { app, sink } = harness(env);

@@ -1,5 +1,6 @@
 import type { CapturedEvent, Properties } from "../../event";
-import { distinctIdFrom, isObject } from "../../event";
+import { distinctIdFrom } from "../../event";
+import { isObject } from "../../json";
 
 /**
  * Values SDKs send when they have no real ID. Linking on one would merge unrelated people, so an `$identify` or

@@ -423,3 +423,29 @@ describe("after a failed write", () => {
     expect((await persons(service.db)).get(personIdFor("f-anon"))?.is_deleted).toBe(1);
   });
 });
+
+describe("hostile IDs", () => {
+  test("an $anon_distinct_id with a lone surrogate links, and stays linked once the cache has expired", async () => {
+    const short = await startService({ PUBLIC_API_KEYS: KEY }, { identity: { cacheTtlMs: 50, cacheCapacity: 100 } });
+    try {
+      // escapes in the JSON text: the anonymous ID arrives with two different lone surrogates, both U+FFFD
+      const body = (event: string, fields: string) => `{"api_key":"${KEY}","batch":[{"event":"${event}",${fields}}]}`;
+      expect((await send(short, body("$pageview", String.raw`"distinct_id":"anon\ud800"`))).status).toBe(200);
+      const identify = String.raw`"distinct_id":"known","properties":{"$anon_distinct_id":"anon\ud800"}`;
+      expect((await send(short, body("$identify", identify))).status).toBe(200);
+      await Bun.sleep(100);
+      expect((await send(short, body("later", String.raw`"distinct_id":"anon\udbff"`))).status).toBe(200);
+      const later = (await events(short.db)).find((e) => e.event === "later")!;
+      expect(later.distinct_id).toBe("anon\ufffd");
+      // anon was seen first, so known joined anon's person; both still resolve to it after the cache expired
+      const stored = await links(short.db);
+      expect(later.person_id).toBe(personIdFor("anon\ufffd"));
+      expect([stored.get("anon\ufffd")?.person_id, stored.get("known")?.person_id]).toEqual([
+        later.person_id,
+        later.person_id,
+      ]);
+    } finally {
+      await short.stop();
+    }
+  });
+});

@@ -1,6 +1,6 @@
 import { type Config, ConfigError, loadConfig } from "./config";
 import { serve } from "./server";
-import { Storage } from "./storage";
+import { SchemaError, Storage } from "./storage";
 
 function configOrExit(): Config {
   try {
@@ -14,7 +14,8 @@ function configOrExit(): Config {
 
 const config = configOrExit();
 const storage = await Storage.open(config.clickhouse).catch((error: unknown) => {
-  console.error("Cannot open ClickHouse:", error);
+  if (error instanceof SchemaError) console.error(error.message);
+  else console.error("Cannot open ClickHouse:", error);
   process.exit(1);
 });
 const server = serve({ config, sink: storage });

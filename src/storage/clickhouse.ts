@@ -3,8 +3,31 @@ import { type ClickHouseClient, type ClickHouseClientConfigOptions, createClient
 import { createChdbConnection } from "chdb/connection";
 import type { ClickHouseConfig } from "../config";
 
-/** Bound parameter lists are split so a query's URL (HTTP) or bound value (chDB) stays small. */
-const IN_LIST_CHUNK = 1_000;
+/**
+ * Bound parameters travel in the query's URL to a server, which refuses URLs over 1 MiB by default
+ * (`http_max_uri_size`). Lists are split so that each query's list stays under this many URL-encoded bytes.
+ */
+export const MAX_LIST_BYTES = 256 * 1024;
+
+/** Splits `values` into runs whose URL-encoded size (with separators) stays within `maxBytes`; never an empty run. */
+export function chunkByBytes(values: readonly string[], maxBytes: number = MAX_LIST_BYTES): string[][] {
+  const chunks: string[][] = [];
+  let chunk: string[] = [];
+  let bytes = 0;
+  for (const value of values) {
+    // quoted, escaped and comma-separated in the parameter, then percent-encoded in the URL
+    const size = encodeURIComponent(value).length + 9;
+    if (chunk.length > 0 && bytes + size > maxBytes) {
+      chunks.push(chunk);
+      chunk = [];
+      bytes = 0;
+    }
+    chunk.push(value);
+    bytes += size;
+  }
+  if (chunk.length > 0) chunks.push(chunk);
+  return chunks;
+}
 
 /**
  * The one handle on ClickHouse: the same @clickhouse/client code over HTTP to a server, or over chDB
@@ -50,9 +73,7 @@ export class ClickHouse {
   /** Runs `query` once per chunk of `values`, bound as the Array parameter `{name:Array(type)}`, and joins the rows. */
   async rowsIn<Row>(query: string, name: string, values: readonly string[]): Promise<Row[]> {
     const rows: Row[] = [];
-    for (let start = 0; start < values.length; start += IN_LIST_CHUNK) {
-      rows.push(...(await this.rows<Row>(query, { [name]: values.slice(start, start + IN_LIST_CHUNK) })));
-    }
+    for (const chunk of chunkByBytes(values)) rows.push(...(await this.rows<Row>(query, { [name]: chunk })));
     return rows;
   }
 

@@ -3,7 +3,9 @@ import type { CapturedEvent, EventSink } from "../event";
 import { ClickHouse } from "./clickhouse";
 import { GroupCommit } from "./group-commit";
 import { DEFAULT_IDENTITY_OPTIONS, type IdentityOptions, IdentityResolver } from "./identity";
-import { createSchema, eventRow } from "./schema";
+import { createSchema, eventInserts, eventRow } from "./schema";
+
+export { SchemaError } from "./schema";
 
 export interface StorageOptions {
   readonly identity?: IdentityOptions;
@@ -67,10 +69,8 @@ export class Storage implements EventSink {
     try {
       await this.#db.insert("persons", resolution.persons);
       await this.#db.insert("person_distinct_ids", resolution.distinctIds);
-      await this.#db.insert(
-        "events",
-        events.map((event, index) => eventRow(event, resolution.personIds[index]!)),
-      );
+      const rows = events.map((event, index) => eventRow(event, resolution.personIds[index]!));
+      for (const insert of eventInserts(rows)) await this.#db.insert("events", insert);
     } catch (error) {
       resolution.abandon();
       throw error;

@@ -52,77 +52,160 @@ export interface DistinctIdRow {
   version: number;
 }
 
+/** A table this service owns: its columns (name → type as ClickHouse reports it) and the rest of its DDL. */
+interface TableSpec {
+  readonly name: string;
+  readonly columns: Readonly<Record<string, string>>;
+  /** Everything after the column list: indexes, engine, keys. */
+  readonly definition: string;
+  readonly indexes?: readonly string[];
+}
+
+const UTC_MICROS = "DateTime64(6, 'UTC')";
+
 /**
- * Creates the database and tables if they are missing; safe to run at every start.
- *
  * - `events` follows PostHog's layout. ReplacingMergeTree on a key that ends in the event's uuid, so a retried
  *   event (same uuid, timestamp, name and distinct ID) collapses to one row; the newest copy wins.
  * - `persons` and `person_distinct_ids` keep every version and collapse to the highest `version` (FINAL, or
  *   argMax). `is_deleted` is a plain column, so a merged-away person still shows in FINAL, marked deleted.
  *   The bloom filter finds a person's distinct IDs without scanning the table (needed for merges).
- * - `sessions` is kept by a materialized view over events that carry `$session_id`. Read it with the -Merge
- *   combinators (or min/max/sum) grouped by `session_id`.
+ * - `sessions` is kept by a materialized view over events that carry `$session_id`. Counts are exact sets of
+ *   event uuids (uniqExact), so an event that arrives twice is counted once; the other columns are min/max and
+ *   first/last values, which a repeat cannot change. Read it with the -Merge combinators grouped by `session_id`.
  */
-export async function createSchema(db: ClickHouse): Promise<void> {
-  const statements = [
-    `CREATE DATABASE IF NOT EXISTS \`${db.database}\``,
-    `CREATE TABLE IF NOT EXISTS ${db.table("events")} (
-      uuid UUID,
-      event String,
-      properties String,
-      timestamp DateTime64(6, 'UTC'),
-      distinct_id String,
-      person_id UUID,
-      session_id String,
-      window_id String,
-      current_url String,
-      host String,
-      created_at DateTime64(6, 'UTC')
-    ) ENGINE = ReplacingMergeTree(created_at)
+export const TABLES: readonly TableSpec[] = [
+  {
+    name: "events",
+    columns: {
+      uuid: "UUID",
+      event: "String",
+      properties: "String",
+      timestamp: UTC_MICROS,
+      distinct_id: "String",
+      person_id: "UUID",
+      session_id: "String",
+      window_id: "String",
+      current_url: "String",
+      host: "String",
+      created_at: UTC_MICROS,
+    },
+    definition: `ENGINE = ReplacingMergeTree(created_at)
     PARTITION BY toYYYYMM(timestamp)
     ORDER BY (toDate(timestamp), event, cityHash64(distinct_id), cityHash64(uuid))`,
-    `CREATE TABLE IF NOT EXISTS ${db.table("persons")} (
-      id UUID,
-      distinct_id String,
-      properties String,
-      is_identified UInt8,
-      is_deleted UInt8,
-      created_at DateTime64(6, 'UTC'),
-      version UInt64
-    ) ENGINE = ReplacingMergeTree(version)
-    ORDER BY id`,
-    `CREATE TABLE IF NOT EXISTS ${db.table("person_distinct_ids")} (
-      distinct_id String,
-      person_id UUID,
-      is_deleted UInt8,
-      version UInt64,
-      INDEX person_id_index person_id TYPE bloom_filter GRANULARITY 1
-    ) ENGINE = ReplacingMergeTree(version)
-    ORDER BY distinct_id`,
-    `CREATE TABLE IF NOT EXISTS ${db.table("sessions")} (
-      session_id String,
-      distinct_id AggregateFunction(argMin, String, DateTime64(6, 'UTC')),
-      min_timestamp SimpleAggregateFunction(min, DateTime64(6, 'UTC')),
-      max_timestamp SimpleAggregateFunction(max, DateTime64(6, 'UTC')),
-      event_count SimpleAggregateFunction(sum, UInt64),
-      pageview_count SimpleAggregateFunction(sum, UInt64),
-      entry_url AggregateFunction(argMin, String, DateTime64(6, 'UTC')),
-      exit_url AggregateFunction(argMax, String, DateTime64(6, 'UTC'))
-    ) ENGINE = AggregatingMergeTree
-    ORDER BY session_id`,
+  },
+  {
+    name: "persons",
+    columns: {
+      id: "UUID",
+      distinct_id: "String",
+      properties: "String",
+      is_identified: "UInt8",
+      is_deleted: "UInt8",
+      created_at: UTC_MICROS,
+      version: "UInt64",
+    },
+    definition: "ENGINE = ReplacingMergeTree(version) ORDER BY id",
+  },
+  {
+    name: "person_distinct_ids",
+    columns: { distinct_id: "String", person_id: "UUID", is_deleted: "UInt8", version: "UInt64" },
+    indexes: ["INDEX person_id_index person_id TYPE bloom_filter GRANULARITY 1"],
+    definition: "ENGINE = ReplacingMergeTree(version) ORDER BY distinct_id",
+  },
+  {
+    name: "sessions",
+    columns: {
+      session_id: "String",
+      distinct_id: `AggregateFunction(argMin, String, ${UTC_MICROS})`,
+      min_timestamp: `SimpleAggregateFunction(min, ${UTC_MICROS})`,
+      max_timestamp: `SimpleAggregateFunction(max, ${UTC_MICROS})`,
+      event_count: "AggregateFunction(uniqExact, UUID)",
+      pageview_count: "AggregateFunction(uniqExact, UUID)",
+      entry_url: `AggregateFunction(argMin, String, ${UTC_MICROS})`,
+      exit_url: `AggregateFunction(argMax, String, ${UTC_MICROS})`,
+    },
+    definition: "ENGINE = AggregatingMergeTree ORDER BY session_id",
+  },
+];
+
+/** ClickHouse refuses an insert whose rows fall into more partitions than this (`max_partitions_per_insert_block`). */
+export const MAX_PARTITIONS_PER_INSERT = 100;
+
+/** The `events` partition a row falls into: `toYYYYMM(timestamp)`. */
+export function eventPartition(row: EventRow): string {
+  return row.timestamp.slice(0, 7);
+}
+
+/**
+ * Splits event rows into inserts of at most `MAX_PARTITIONS_PER_INSERT` partitions each, so a historical batch
+ * spanning decades is written, not refused. Ordinary batches (a month or two) stay one insert, in order.
+ */
+export function eventInserts(rows: readonly EventRow[]): EventRow[][] {
+  const byPartition = Map.groupBy(rows, eventPartition);
+  if (byPartition.size <= MAX_PARTITIONS_PER_INSERT) return [rows as EventRow[]];
+  const groups = [...byPartition.values()];
+  const inserts: EventRow[][] = [];
+  for (let i = 0; i < groups.length; i += MAX_PARTITIONS_PER_INSERT) {
+    inserts.push(groups.slice(i, i + MAX_PARTITIONS_PER_INSERT).flat());
+  }
+  return inserts;
+}
+
+/** The database does not hold the tables this service writes, in a way it will not repair by itself. */
+export class SchemaError extends Error {
+  override name = "SchemaError";
+}
+
+/**
+ * Creates the database, tables and the sessions view if they are missing, then checks what exists: a missing
+ * column is added (safe: it only gets its default in old rows); a column of another type is a `SchemaError`
+ * naming the table, because writing on would silently lose or mangle data. Extra columns are left alone.
+ * Safe to run at every start.
+ */
+export async function createSchema(db: ClickHouse): Promise<void> {
+  await db.command(`CREATE DATABASE IF NOT EXISTS \`${db.database}\``);
+  for (const table of TABLES) {
+    const columns = Object.entries(table.columns).map(([name, type]) => `${name} ${type}`);
+    await db.command(
+      `CREATE TABLE IF NOT EXISTS ${db.table(table.name)} (${[...columns, ...(table.indexes ?? [])].join(", ")}) ${table.definition}`,
+    );
+  }
+  await db.command(
     `CREATE MATERIALIZED VIEW IF NOT EXISTS ${db.table("sessions_mv")} TO ${db.table("sessions")} AS
     SELECT
       session_id,
       argMinState(distinct_id, timestamp) AS distinct_id,
       min(timestamp) AS min_timestamp,
       max(timestamp) AS max_timestamp,
-      toUInt64(count()) AS event_count,
-      toUInt64(countIf(event = '$pageview')) AS pageview_count,
+      uniqExactState(uuid) AS event_count,
+      uniqExactIfState(uuid, event = '$pageview') AS pageview_count,
       argMinIfState(current_url, timestamp, current_url != '') AS entry_url,
       argMaxIfState(current_url, timestamp, current_url != '') AS exit_url
     FROM ${db.table("events")}
     WHERE session_id != ''
     GROUP BY session_id`,
-  ];
-  for (const statement of statements) await db.command(statement);
+  );
+  await checkColumns(db);
+}
+
+async function checkColumns(db: ClickHouse): Promise<void> {
+  const rows = await db.rows<{ table: string; name: string; type: string }>(
+    "SELECT table, name, type FROM system.columns WHERE database = {database:String}",
+    { database: db.database },
+  );
+  for (const table of TABLES) {
+    const existing = new Map(rows.filter((row) => row.table === table.name).map((row) => [row.name, row.type]));
+    for (const [name, type] of Object.entries(table.columns)) {
+      const found = existing.get(name);
+      if (found === undefined) {
+        console.warn(`Schema: ${db.table(table.name)} had no column ${name}; adding it as ${type}.`);
+        await db.command(`ALTER TABLE ${db.table(table.name)} ADD COLUMN IF NOT EXISTS ${name} ${type}`);
+      } else if (found !== type) {
+        throw new SchemaError(
+          `Table ${db.table(table.name)} has column ${name} of type ${found}, but this service writes ${type}: ` +
+            "migrate or drop the table (or set CLICKHOUSE_DATABASE to another database) and start again.",
+        );
+      }
+    }
+  }
 }

@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, spyOn, test } from "bun:test";
 import { loadConfig } from "../../src/config";
-import { Storage } from "../../src/storage";
+import { SchemaError, Storage } from "../../src/storage";
 import { createSchema } from "../../src/storage/schema";
+import { captured } from "../helpers/captured";
 import { count } from "../helpers/rows";
 import { clickhouseEnv, openDb, send, startService, type TestService, uniqueDatabase } from "../helpers/service";
 
@@ -121,7 +122,7 @@ describe("sessions", () => {
     }
     const sessions = await service.db.rows<SessionRow>(
       `SELECT session_id, argMinMerge(distinct_id) AS distinct_id, toString(min(min_timestamp)) AS started,
-         toString(max(max_timestamp)) AS ended, sum(event_count) AS events, sum(pageview_count) AS pageviews,
+         toString(max(max_timestamp)) AS ended, uniqExactMerge(event_count) AS events, uniqExactMerge(pageview_count) AS pageviews,
          argMinMerge(entry_url) AS entry_url, argMaxMerge(exit_url) AS exit_url
        FROM ${service.db.table("sessions")} GROUP BY session_id ORDER BY session_id`,
     );
@@ -148,4 +149,81 @@ describe("sessions", () => {
       },
     ]);
   });
+});
+
+describe("an existing database that drifted from the schema", () => {
+  async function freshDatabase(): Promise<{ config: ReturnType<typeof loadConfig>; db: ReturnType<typeof openDb> }> {
+    const config = loadConfig({ ...clickhouseEnv(), CLICKHOUSE_DATABASE: uniqueDatabase() });
+    await (await Storage.open(config.clickhouse)).close();
+    return { config, db: openDb(config.clickhouse.database) };
+  }
+
+  test("a missing column is added back at startup, and its values are stored again", async () => {
+    const { config, db } = await freshDatabase();
+    const warned = spyOn(console, "warn").mockImplementation(() => {});
+    try {
+      await db.command(`ALTER TABLE ${db.table("events")} DROP COLUMN host`);
+      const storage = await Storage.open(config.clickhouse);
+      expect(String(warned.mock.calls[0]?.[0])).toContain("no column host");
+      await storage.ingest(
+        (await captured([{ event: "e", distinct_id: "u", properties: { $host: "h.example" } }])).events,
+      );
+      await storage.close();
+      expect(await db.rows(`SELECT host FROM ${db.table("events")}`)).toEqual([{ host: "h.example" }]);
+    } finally {
+      warned.mockRestore();
+      await db.command(`DROP DATABASE \`${config.clickhouse.database}\``);
+      await db.close();
+    }
+  });
+
+  test("a column of another type stops startup with one sentence naming the table", async () => {
+    const { config, db } = await freshDatabase();
+    try {
+      await db.command(`ALTER TABLE ${db.table("persons")} MODIFY COLUMN is_deleted UInt16`);
+      const opened = Storage.open(config.clickhouse);
+      await expect(opened).rejects.toBeInstanceOf(SchemaError);
+      await expect(opened).rejects.toThrow(
+        `Table \`${config.clickhouse.database}\`.\`persons\` has column is_deleted of type UInt16, but this service writes UInt8`,
+      );
+    } finally {
+      await db.command(`DROP DATABASE \`${config.clickhouse.database}\``);
+      await db.close();
+    }
+  });
+});
+
+describe("writes that must not be refused", () => {
+  test("a historical batch spanning 150 months is stored whole", async () => {
+    const batch = Array.from({ length: 150 }, (_, i) => ({
+      event: "historical",
+      distinct_id: `h-${i % 7}`,
+      uuid: `0190b4a1-0000-7000-8000-${String(i).padStart(12, "0")}`,
+      timestamp: new Date(Date.UTC(2000, i, 15)).toISOString(),
+      properties: { $session_id: "h-session" },
+    }));
+    const sent = await send(service, { api_key: KEY, historical_migration: true, batch });
+    expect(sent).toMatchObject({ status: 200, body: { ingested: 150 } });
+    expect(await count(service.db, "events", "event = 'historical'")).toBe(150);
+  });
+});
+
+test("an event that arrives again (a lost 200, a retry) counts once in sessions, however often", async () => {
+  const batch = Array.from({ length: 10 }, (_, i) => ({
+    event: i % 2 ? "$pageview" : "clicked",
+    distinct_id: "resender",
+    uuid: `0190b4a1-0000-7000-8000-${String(i).padStart(12, "0")}`,
+    timestamp: `2024-08-01T10:00:0${i}Z`,
+    properties: { $session_id: "resent-session" },
+  }));
+  for (let attempt = 0; attempt < 4; attempt++) {
+    expect((await send(service, { api_key: KEY, batch })).status).toBe(200);
+  }
+  await send(service, { api_key: KEY, batch: batch.slice(0, 3) }); // part of it once more, in its own request
+  const [session] = await service.db.rows<{ events: string | number; pageviews: string | number }>(
+    `SELECT uniqExactMerge(event_count) AS events, uniqExactMerge(pageview_count) AS pageviews
+     FROM ${service.db.table("sessions")} WHERE session_id = 'resent-session'`,
+  );
+  expect([Number(session?.events), Number(session?.pageviews)]).toEqual([10, 5]);
+  expect(await count(service.db, "events", "session_id = 'resent-session'", { final: true })).toBe(10);
 });

@@ -37,9 +37,9 @@ describe("parseJson", () => {
   });
 
   test("a document nested a million deep parses, with or without numbers that need care", () => {
-    const deep = (n: number) => `${"[".repeat(1_000_000)}${n}${"]".repeat(1_000_000)}`;
-    expect(Array.isArray(parseJson(deep(1)))).toBe(true);
-    expect(Array.isArray(parseJson(deep(12345678901234567890 as never)))).toBe(true);
+    const deep = (number: string) => `${"[".repeat(1_000_000)}${number}${"]".repeat(1_000_000)}`;
+    expect(Array.isArray(parseJson(deep("1")))).toBe(true);
+    expect(Array.isArray(parseJson(deep("12345678901234567890")))).toBe(true);
   });
 
   test("malformed JSON is a SyntaxError", () => {

@@ -147,7 +147,7 @@ test("an event name and distinct ID of 5 MB are cut to 200 characters; propertie
   const body = { api_key: KEY, batch: [{ event: long, distinct_id: long, properties: { long } }] };
   expect((await inProcess.send(app, { body })).status).toBe(200);
   const [event] = sink.events;
-  expect([event?.event.length, event?.distinctId.length, (event?.properties.long as string).length]).toEqual([
+  expect([event!.event.length, event!.distinctId.length, (event!.properties.long as string).length]).toEqual([
     200, 200, 5_000_000,
   ]);
 });

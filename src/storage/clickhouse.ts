@@ -86,3 +86,26 @@ export class ClickHouse {
     await this.client.close();
   }
 }
+
+/**
+ * Whether ClickHouse refused a write for what it contained (a value it cannot parse or store), so that other
+ * requests' rows in the same insert may be fine, rather than for its own condition (disk full, unreachable,
+ * overloaded, a table missing), which fails every request alike. An error that is neither a ClickHouse error
+ * nor a network error was thrown by this service's own code on this data, and counts as the data's.
+ */
+export function isDataError(error: unknown): boolean {
+  const type = (error as { type?: unknown } | null)?.type;
+  if (typeof type === "string") return DATA_ERROR_TYPES.test(type);
+  return !isNetworkError(error);
+}
+
+const DATA_ERROR_TYPES =
+  /^(CANNOT_PARSE_|CANNOT_READ_|INCORRECT_DATA|TYPE_MISMATCH|TOO_LARGE_STRING_SIZE|CANNOT_CONVERT_TYPE|VALUE_IS_OUT_OF_RANGE|ILLEGAL_COLUMN|ILLEGAL_TYPE_OF_ARGUMENT|CANNOT_INSERT_NULL_IN_ORDINARY_COLUMN|INCORRECT_NUMBER_OF_COLUMNS|INCORRECT_JSON)/;
+
+function isNetworkError(error: unknown): boolean {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  return (
+    (typeof code === "string" && /^E[A-Z]+$/.test(code)) ||
+    (typeof message === "string" && /timeout|socket hang up|ECONN|fetch failed/i.test(message))
+  );
+}

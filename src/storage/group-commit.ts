@@ -4,13 +4,26 @@ interface Submission<T> {
   readonly reject: (error: unknown) => void;
 }
 
+export interface GroupCommitOptions {
+  /** Most items one flush takes (always at least one whole submission). */
+  readonly maxItems: number;
+  /**
+   * Whether a failure may be the fault of only some submissions in the group (the database refused what one
+   * of them wrote). Then the group is split to find them; otherwise every submission fails with it, at once.
+   */
+  readonly isolates: (error: unknown) => boolean;
+}
+
 /**
  * A serial writer with group commit. One flush runs at a time; each takes every submission that arrived while
- * the previous one ran (up to `maxItems` items, and always at least one submission), in arrival order. So
- * concurrent requests become few large inserts, and whatever a flush does (identity resolution) sees the
- * requests one after another, never interleaved.
+ * the previous one ran (up to `maxItems` items), in arrival order. So concurrent requests become few large
+ * inserts, and whatever a flush does (identity resolution) sees the requests one after another, never
+ * interleaved.
  *
- * A submission's promise settles when its flush has finished: resolved means written.
+ * A submission's promise settles when its flush has finished: resolved means written. A failed flush costs the
+ * group once: all of it fails together, unless `isolates` says the failure may be one submission's own, and
+ * then halves are flushed in order until each failing submission stands alone (about 2·log2(n) flushes for one
+ * bad submission among n, rather than n).
  */
 export class GroupCommit<T> {
   readonly #queue: Submission<T>[] = [];
@@ -18,7 +31,7 @@ export class GroupCommit<T> {
 
   constructor(
     private readonly flush: (items: readonly T[]) => Promise<void>,
-    private readonly maxItems: number,
+    private readonly options: GroupCommitOptions,
   ) {}
 
   submit(items: readonly T[]): Promise<void> {
@@ -34,13 +47,7 @@ export class GroupCommit<T> {
   }
 
   async #run(): Promise<void> {
-    while (this.#queue.length > 0) {
-      const group = this.#takeGroup();
-      if (!(await this.#flushGroup(group)) && group.length > 1) {
-        // Flush each one alone, so that one submission the database refuses cannot fail the others with it.
-        for (const submission of group) await this.#flushGroup([submission]);
-      }
-    }
+    while (this.#queue.length > 0) await this.#flushGroup(this.#takeGroup());
     this.#running = undefined;
   }
 
@@ -49,22 +56,26 @@ export class GroupCommit<T> {
     let taken = 0;
     while (taken < this.#queue.length) {
       const size = this.#queue[taken]!.items.length;
-      if (taken > 0 && count + size > this.maxItems) break;
+      if (taken > 0 && count + size > this.options.maxItems) break;
       count += size;
       taken++;
     }
     return this.#queue.splice(0, taken);
   }
 
-  /** Flushes the group and settles its submissions; a failed group of several is left for the caller to split. */
-  async #flushGroup(group: readonly Submission<T>[]): Promise<boolean> {
+  async #flushGroup(group: readonly Submission<T>[]): Promise<void> {
     try {
       await this.flush(group.length === 1 ? group[0]!.items : group.flatMap((submission) => submission.items));
     } catch (error) {
-      if (group.length === 1) group[0]!.reject(error);
-      return false;
+      if (group.length === 1 || !this.options.isolates(error)) {
+        for (const submission of group) submission.reject(error);
+        return;
+      }
+      const half = Math.ceil(group.length / 2);
+      await this.#flushGroup(group.slice(0, half));
+      await this.#flushGroup(group.slice(half));
+      return;
     }
     for (const submission of group) submission.resolve();
-    return true;
   }
 }

@@ -1,6 +1,6 @@
 import type { ClickHouseConfig } from "../config";
 import type { CapturedEvent, EventSink } from "../event";
-import { ClickHouse } from "./clickhouse";
+import { ClickHouse, isDataError } from "./clickhouse";
 import { GroupCommit } from "./group-commit";
 import { DEFAULT_IDENTITY_OPTIONS, type IdentityOptions, IdentityResolver } from "./identity";
 import { createSchema, eventInserts, eventRow } from "./schema";
@@ -28,10 +28,10 @@ export class Storage implements EventSink {
   private constructor(db: ClickHouse, options: StorageOptions) {
     this.#db = db;
     this.#identity = new IdentityResolver(db, options.identity ?? DEFAULT_IDENTITY_OPTIONS);
-    this.#commits = new GroupCommit(
-      (events) => this.#write(events),
-      options.maxFlushEvents ?? DEFAULT_MAX_FLUSH_EVENTS,
-    );
+    this.#commits = new GroupCommit((events) => this.#write(events), {
+      maxItems: options.maxFlushEvents ?? DEFAULT_MAX_FLUSH_EVENTS,
+      isolates: isDataError,
+    });
   }
 
   /** Connects and creates the schema if it is missing. */

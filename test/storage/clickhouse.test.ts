@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { chunkByBytes, MAX_LIST_BYTES } from "../../src/storage/clickhouse";
+import { chunkByBytes, isDataError, MAX_LIST_BYTES } from "../../src/storage/clickhouse";
 
 const encodedSize = (chunk: readonly string[]) => chunk.reduce((sum, v) => sum + encodeURIComponent(v).length + 9, 0);
 
@@ -18,4 +18,18 @@ test("ID lists are split by their URL-encoded size, not their count", () => {
 test("a value larger than the budget still gets a chunk of its own; an empty list none", () => {
   expect(chunkByBytes(["a".repeat(100), "b"], 50)).toEqual([["a".repeat(100)], ["b"]]);
   expect(chunkByBytes([])).toEqual([]);
+});
+
+test("a write refused for its data may be one request's fault; the database's own condition is everyone's", () => {
+  const clickhouse = (type: string) => Object.assign(new Error(type), { type, code: "27" });
+  expect(isDataError(clickhouse("CANNOT_PARSE_ESCAPE_SEQUENCE"))).toBe(true);
+  expect(isDataError(clickhouse("CANNOT_PARSE_INPUT_ASSERTION_FAILED"))).toBe(true);
+  expect(isDataError(new RangeError("Maximum call stack size exceeded."))).toBe(true);
+  expect(isDataError(clickhouse("NOT_ENOUGH_SPACE"))).toBe(false);
+  expect(isDataError(clickhouse("UNKNOWN_TABLE"))).toBe(false);
+  expect(isDataError(clickhouse("MEMORY_LIMIT_EXCEEDED"))).toBe(false);
+  expect(isDataError(Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:8123"), { code: "ECONNREFUSED" }))).toBe(
+    false,
+  );
+  expect(isDataError(new Error("Timeout error."))).toBe(false);
 });

@@ -1,6 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import { GroupCommit } from "../../src/storage/group-commit";
 
+/** Failures named "refused" are the data's own; anything else is the database's. */
+const isolates = (error: unknown) => String((error as Error).message).startsWith("refused");
+
 /** A flush that records what it was given and can be held open, to let submissions pile up behind it. */
 function recorder(failOn?: (items: readonly number[]) => boolean) {
   const flushes: number[][] = [];
@@ -23,7 +26,7 @@ function recorder(failOn?: (items: readonly number[]) => boolean) {
 describe("GroupCommit", () => {
   test("coalesces submissions that arrive during a flush into the next one, in arrival order", async () => {
     const r = recorder();
-    const commits = new GroupCommit(r.flush, 100);
+    const commits = new GroupCommit(r.flush, { maxItems: 100, isolates });
     r.hold();
     const first = commits.submit([1]);
     const rest = [commits.submit([2, 3]), commits.submit([4]), commits.submit([5, 6])];
@@ -34,7 +37,7 @@ describe("GroupCommit", () => {
 
   test("a flush takes at most maxItems, but always one whole submission", async () => {
     const r = recorder();
-    const commits = new GroupCommit(r.flush, 3);
+    const commits = new GroupCommit(r.flush, { maxItems: 3, isolates });
     r.hold();
     const all = [
       commits.submit([0]),
@@ -50,7 +53,7 @@ describe("GroupCommit", () => {
 
   test("a submission the flush refuses fails alone; the others in its group are written", async () => {
     const r = recorder((items) => items.includes(13));
-    const commits = new GroupCommit(r.flush, 100);
+    const commits = new GroupCommit(r.flush, { maxItems: 100, isolates });
     r.hold();
     const first = commits.submit([1]);
     const good = commits.submit([2]);
@@ -63,12 +66,42 @@ describe("GroupCommit", () => {
       { status: "rejected", reason: { message: "refused 13" } },
       { status: "fulfilled" },
     ]);
-    expect(r.flushes).toEqual([[1], [2, 13, 3], [2], [13], [3]]);
+    // halves, in order, until the failing one stands alone
+    expect(r.flushes).toEqual([[1], [2, 13, 3], [2, 13], [2], [13], [3]]);
+  });
+
+  test("one bad submission among sixteen costs about 2·log2(16) flushes, not sixteen", async () => {
+    const r = recorder((items) => items.includes(13));
+    const commits = new GroupCommit(r.flush, { maxItems: 100, isolates });
+    r.hold();
+    const first = commits.submit([0]);
+    const rest = Array.from({ length: 16 }, (_, i) => commits.submit([i + 1]));
+    r.release();
+    await first;
+    const settled = await Promise.allSettled(rest);
+    expect(settled.map((s) => s.status === "fulfilled")).toEqual(rest.map((_, i) => i + 1 !== 13));
+    expect(r.flushes.length - 1).toBe(9);
+  });
+
+  test("a failure of the database's own (not the data's) fails the whole group once", async () => {
+    const r = recorder(() => true);
+    const down = async (items: readonly number[]) => {
+      await r.flush(items).catch(() => {});
+      throw new Error("disk full");
+    };
+    const commits = new GroupCommit(down, { maxItems: 100, isolates });
+    r.hold();
+    const first = commits.submit([1]);
+    const rest = [commits.submit([2]), commits.submit([3]), commits.submit([4])];
+    r.release();
+    const settled = await Promise.allSettled([first, ...rest]);
+    expect(settled.map((s) => s.status)).toEqual(["rejected", "rejected", "rejected", "rejected"]);
+    expect(r.flushes).toEqual([[1], [2, 3, 4]]);
   });
 
   test("drain waits for everything submitted", async () => {
     const r = recorder();
-    const commits = new GroupCommit(r.flush, 100);
+    const commits = new GroupCommit(r.flush, { maxItems: 100, isolates });
     r.hold();
     let done = false;
     void commits.submit([1]).then(() => (done = true));

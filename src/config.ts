@@ -21,6 +21,10 @@ export interface Config {
   readonly publicApiKeys: ReadonlySet<string>;
   readonly maxEventsPerBatch: number;
   readonly maxBatchBytes: number;
+  /** How long a request's body may take to arrive; slower uploads get 408. */
+  readonly requestTimeoutMs: number;
+  /** After SIGTERM, how long requests in flight may take before their connections are closed. */
+  readonly shutdownTimeoutMs: number;
   readonly clickhouse: ClickHouseConfig;
 }
 
@@ -33,6 +37,8 @@ export const DEFAULTS = {
   port: 8000,
   maxEventsPerBatch: 10_000,
   maxBatchBytes: 20 * 1024 * 1024,
+  requestTimeoutMs: 30_000,
+  shutdownTimeoutMs: 10_000,
   database: "default",
   dataDir: "./data",
   clickhouseUser: "default",
@@ -64,6 +70,8 @@ const Env = type({
   "PUBLIC_API_KEYS?": list,
   "MAX_EVENTS_PER_BATCH?": type("string.integer.parse").to("number.integer > 0"),
   "MAX_BATCH_BYTES?": type("string.integer.parse").to(`0 < number.integer <= ${MAX_BATCH_BYTES_CEILING}`),
+  "REQUEST_TIMEOUT_MS?": type("string.integer.parse").to("number.integer > 0"),
+  "SHUTDOWN_TIMEOUT_MS?": type("string.integer.parse").to("number.integer >= 0"),
   "CLICKHOUSE_URL?": type("string.url").narrow(
     (url, ctx) => /^https?:$/.test(new URL(url).protocol) || ctx.reject({ expected: "an http(s) URL" }),
   ),
@@ -98,6 +106,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     publicApiKeys: new Set(parsed.PUBLIC_API_KEYS ?? []),
     maxEventsPerBatch: parsed.MAX_EVENTS_PER_BATCH ?? DEFAULTS.maxEventsPerBatch,
     maxBatchBytes: parsed.MAX_BATCH_BYTES ?? DEFAULTS.maxBatchBytes,
+    requestTimeoutMs: parsed.REQUEST_TIMEOUT_MS ?? DEFAULTS.requestTimeoutMs,
+    shutdownTimeoutMs: parsed.SHUTDOWN_TIMEOUT_MS ?? DEFAULTS.shutdownTimeoutMs,
     clickhouse: parsed.CLICKHOUSE_URL
       ? {
           kind: "server",

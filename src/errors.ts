@@ -15,12 +15,14 @@ const STATUS = {
   origin_not_allowed: 403,
   not_found: 404,
   method_not_allowed: 405,
+  request_timeout: 408,
   body_too_large: 413,
   too_many_events: 413,
   unsupported_content_type: 415,
   unsupported_content_encoding: 415,
   compression_not_supported: 415,
   internal: 500,
+  unavailable: 503,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof STATUS;
@@ -80,6 +82,13 @@ export const fail = {
       "compression_not_supported",
       "The compression query parameter is not supported. Send gzip-compressed JSON with Content-Encoding: gzip instead.",
     ),
+  requestTimeout: (ms: number) =>
+    new IngestError("request_timeout", `Request body was not received within ${ms / 1000} seconds`, {
+      headers: { Connection: "close" },
+    }),
+  /** Not now, but soon: the client should retry after the given seconds. */
+  unavailable: (message: string, retryAfterSeconds: number) =>
+    new IngestError("unavailable", message, { headers: { "Retry-After": String(retryAfterSeconds) } }),
   /** Anything unexpected: the cause is logged, never sent. The client may retry. */
   internal: (cause: unknown) => new IngestError("internal", "Internal server error", { cause }),
 } as const;

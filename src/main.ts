@@ -23,14 +23,22 @@ const where =
   config.clickhouse.kind === "server" ? config.clickhouse.url : `embedded chDB at ${config.clickhouse.dataDir}`;
 console.log(`Listening on ${server.url.href} (ClickHouse: ${where}, database ${config.clickhouse.database})`);
 
-// Stop taking requests, let the ones in flight finish (their rows are written before they are answered), then
-// close the database.
+// Stop taking connections and let requests in flight finish (their rows are written before they are answered).
+// Past SHUTDOWN_TIMEOUT_MS the remaining connections are closed: those clients get no answer and retry, which
+// stores nothing twice. Then every write already accepted is finished, and the database closed.
 let stopping = false;
 async function shutdown(signal: string): Promise<void> {
   if (stopping) return;
   stopping = true;
   console.log(`${signal}: shutting down`);
-  await server.stop();
+  const drained = await Promise.race([
+    server.stop().then(() => true),
+    Bun.sleep(config.shutdownTimeoutMs).then(() => false),
+  ]);
+  if (!drained) {
+    console.log(`Shutdown: requests still running after ${config.shutdownTimeoutMs} ms; closing their connections`);
+    await server.stop(true);
+  }
   await storage.close();
   process.exit(0);
 }

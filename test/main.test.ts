@@ -1,74 +1,85 @@
-import { afterAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { loadConfig } from "../src/config";
-import { ClickHouse } from "../src/storage/clickhouse";
-import { count } from "./helpers/rows";
-import { clickhouseEnv, uniqueDatabase } from "./helpers/service";
+import { describe, expect, test } from "bun:test";
+import { answers, processEnv, queryRows, startProcess } from "./helpers/process";
 
-const ROOT = join(import.meta.dir, "..");
-const dataDirs: string[] = [];
-afterAll(() => {
-  for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true });
-});
+const KEY = "key-1";
+const post = (url: string, batch: object[]) =>
+  fetch(`${url}/batch/`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "content-encoding": "gzip" },
+    body: Bun.gzipSync(JSON.stringify({ api_key: KEY, batch })),
+  });
 
-/** The service as an operator runs it, as its own process with its own embedded database (or the test server). */
-function environment(extra: Record<string, string>): Record<string, string> {
-  const env: Record<string, string> = { PATH: process.env.PATH ?? "", HOST: "127.0.0.1", PORT: "0", ...extra };
-  if (process.env.CLICKHOUSE_URL) Object.assign(env, clickhouseEnv());
-  else {
-    const dataDir = mkdtempSync(join(tmpdir(), "ingest-main-"));
-    dataDirs.push(dataDir);
-    env.DATA_DIR = dataDir;
-  }
-  return env;
-}
-
-async function readUntil(stream: ReadableStream<Uint8Array>, pattern: RegExp): Promise<RegExpMatchArray> {
-  const decoder = new TextDecoder();
-  let text = "";
-  for await (const chunk of stream) {
-    text += decoder.decode(chunk);
-    const match = text.match(pattern);
-    if (match) return match;
-  }
-  throw new Error(`output ended without ${pattern}: ${text}`);
+async function storedCount(env: Record<string, string>, where: string): Promise<number> {
+  const [row] = await queryRows<{ n: string | number }>(env, `SELECT count() AS n FROM {db}.events WHERE ${where}`);
+  return Number(row?.n);
 }
 
 describe("the service process", () => {
-  test("starts, ingests, and shuts down cleanly on SIGTERM", async () => {
-    const database = uniqueDatabase();
-    const env = environment({ PUBLIC_API_KEYS: "key-1", CLICKHOUSE_DATABASE: database });
-    const child = Bun.spawn([process.execPath, "src/main.ts"], { cwd: ROOT, env, stdout: "pipe", stderr: "inherit" });
+  test("starts, ingests, and shuts down cleanly on SIGTERM; what it acknowledged is on disk", async () => {
+    const env = processEnv({ PUBLIC_API_KEYS: KEY });
+    const { child, url } = await startProcess(env);
     try {
-      const [, url] = await readUntil(child.stdout, /Listening on (http:\/\/\S+?)\/? /);
       expect(await (await fetch(`${url}/health`)).json()).toEqual({ ok: true });
-      const response = await fetch(`${url}/batch/`, {
-        method: "POST",
-        headers: { "content-type": "application/json", "content-encoding": "gzip" },
-        body: Bun.gzipSync(JSON.stringify({ api_key: "key-1", batch: [{ event: "from_process", distinct_id: "u" }] })),
-      });
+      const response = await post(url, [{ event: "from_process", distinct_id: "u" }]);
       expect(await response.json()).toEqual({ status: "ok", ingested: 1, dropped: 0 });
     } finally {
       child.kill("SIGTERM");
     }
     expect(await child.exited).toBe(0);
-
-    // What it acknowledged is on disk: open the same data with a new storage.
-    const db = ClickHouse.connect(loadConfig({ ...env, CLICKHOUSE_DATABASE: database }).clickhouse);
-    try {
-      expect(await count(db, "events", "event = 'from_process'")).toBe(1);
-    } finally {
-      await db.command(`DROP DATABASE IF EXISTS \`${database}\``);
-      await db.close();
-    }
+    expect(await storedCount(env, "event = 'from_process'")).toBe(1);
   });
+
+  test("SIGTERM to `npm start`, as the README starts it, stops the service itself", async () => {
+    const env = processEnv({ PUBLIC_API_KEYS: KEY });
+    const { child, url } = await startProcess(env, ["npm", "start", "--silent"]);
+    expect(await answers(url)).toBe(true);
+    child.kill("SIGTERM");
+    await child.exited;
+    const deadline = Date.now() + 10_000;
+    while ((await answers(url)) && Date.now() < deadline) await Bun.sleep(100);
+    expect(await answers(url)).toBe(false);
+  }, 30_000);
+
+  test("SIGTERM with uploads still trickling in: closed after SHUTDOWN_TIMEOUT_MS, and none of them acknowledged", async () => {
+    const env = processEnv({ PUBLIC_API_KEYS: KEY, SHUTDOWN_TIMEOUT_MS: "500" });
+    const { child, url } = await startProcess(env);
+    const slow = Array.from({ length: 5 }, (_, i) => {
+      const body = new ReadableStream<Uint8Array>({
+        async start(controller) {
+          controller.enqueue(
+            new TextEncoder().encode(`{"api_key":"${KEY}","batch":[{"event":"slow","distinct_id":"s${i}"}`),
+          );
+          for (let n = 0; n < 600; n++) {
+            await Bun.sleep(50);
+            controller.enqueue(new Uint8Array(1024).fill(32)); // 20 KiB/s: never idle
+          }
+          controller.enqueue(new TextEncoder().encode("]}"));
+          controller.close();
+        },
+      });
+      return fetch(`${url}/batch/`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body,
+        duplex: "half",
+      } as RequestInit).then(
+        (response) => response.status,
+        () => "closed",
+      );
+    });
+    await Bun.sleep(300);
+    const started = performance.now();
+    child.kill("SIGTERM");
+    expect(await child.exited).toBe(0);
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(await Promise.all(slow)).not.toContain(200);
+    expect(await storedCount(env, "event = 'slow'")).toBe(0);
+  }, 30_000);
 
   test("a bad configuration exits non-zero with a message naming the variable", async () => {
     const child = Bun.spawn([process.execPath, "src/main.ts"], {
-      cwd: ROOT,
-      env: environment({ PORT: "not-a-port", MAX_EVENTS_PER_BATCH: "-1" }),
+      cwd: `${import.meta.dir}/..`,
+      env: processEnv({ PORT: "not-a-port", MAX_EVENTS_PER_BATCH: "-1" }),
       stdout: "pipe",
       stderr: "pipe",
     });

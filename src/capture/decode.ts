@@ -28,13 +28,21 @@ function contentEncoding(header: string | null): ContentEncoding {
   throw fail.unsupportedContentEncoding(value);
 }
 
+export interface BodyLimits {
+  /** Most bytes on the wire, and again after gzip inflation. */
+  readonly maxBytes: number;
+  /** How long the whole body may take to arrive. */
+  readonly timeoutMs: number;
+}
+
 /**
  * Reads the body and parses it as JSON. `maxBytes` bounds both the bytes on the wire and, for gzip, the
- * inflated bytes, so neither a large upload nor a gzip bomb is ever held whole in memory.
+ * inflated bytes, so neither a large upload nor a gzip bomb is ever held whole in memory; `timeoutMs` bounds
+ * how long an upload may trickle in.
  */
-export async function decodeBody(request: Request, encoding: ContentEncoding, maxBytes: number): Promise<unknown> {
-  const wire = await readBody(request, maxBytes);
-  const json = encoding === "gzip" ? await inflate(wire, maxBytes) : wire;
+export async function decodeBody(request: Request, encoding: ContentEncoding, limits: BodyLimits): Promise<unknown> {
+  const wire = await readBody(request, limits);
+  const json = encoding === "gzip" ? await inflate(wire, limits.maxBytes) : wire;
   try {
     return parseJson(json.toString("utf8"));
   } catch (error) {
@@ -42,24 +50,31 @@ export async function decodeBody(request: Request, encoding: ContentEncoding, ma
   }
 }
 
-async function readBody(request: Request, maxBytes: number): Promise<Buffer> {
+async function readBody(request: Request, { maxBytes, timeoutMs }: BodyLimits): Promise<Buffer> {
   const declared = Number(request.headers.get("content-length") ?? 0);
   if (declared > maxBytes) throw fail.bodyTooLarge(maxBytes);
   if (request.body === null) return Buffer.alloc(0);
 
-  // Content-Length may be absent (chunked upload), so count what actually arrives. Leaving the loop early
-  // cancels the stream, and the rest of the upload is never buffered.
+  // Content-Length may be absent (chunked upload), so count what actually arrives, and stop at the deadline.
+  // Leaving early cancels the stream, so the rest of the upload is never buffered.
+  const reader = request.body.getReader();
+  const deadline = Promise.withResolvers<never>();
+  const timer = setTimeout(() => deadline.reject(fail.requestTimeout(timeoutMs)), timeoutMs);
   const chunks: Uint8Array[] = [];
   let size = 0;
   try {
-    for await (const chunk of request.body) {
-      size += chunk.byteLength;
+    for (let read = await Promise.race([reader.read(), deadline.promise]); !read.done; ) {
+      size += read.value.byteLength;
       if (size > maxBytes) throw fail.bodyTooLarge(maxBytes);
-      chunks.push(chunk);
+      chunks.push(read.value);
+      read = await Promise.race([reader.read(), deadline.promise]);
     }
   } catch (error) {
-    // The client went away mid-upload: nobody reads the answer, and it is no fault of ours.
+    reader.cancel().catch(() => {});
+    // Anything but our own refusal means the client went away mid-upload: no fault of ours, nobody to answer.
     throw error instanceof IngestError ? error : fail.incompleteBody(error);
+  } finally {
+    clearTimeout(timer);
   }
   return Buffer.concat(chunks, size);
 }

@@ -28,7 +28,10 @@ export async function captureBatch(
   const origin = request.headers.get("origin");
   checkOrigin(origin, config.allowedOrigins);
 
-  const body = await decodeBody(request, encoding, config.maxBatchBytes);
+  const body = await decodeBody(request, encoding, {
+    maxBytes: config.maxBatchBytes,
+    timeoutMs: config.requestTimeoutMs,
+  });
   const payload = parsePayload(body, config.maxEventsPerBatch);
   checkApiKey(payload, origin, config.publicApiKeys);
 

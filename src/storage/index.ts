@@ -1,4 +1,5 @@
 import type { ClickHouseConfig } from "../config";
+import { fail } from "../errors";
 import type { CapturedEvent, EventSink } from "../event";
 import { ClickHouse, isDataError } from "./clickhouse";
 import { GroupCommit } from "./group-commit";
@@ -48,7 +49,7 @@ export class Storage implements EventSink {
 
   /** Settles once the events, their persons and distinct IDs are all in ClickHouse (or the write failed). */
   ingest(events: readonly CapturedEvent[]): Promise<void> {
-    if (this.#closed) return Promise.reject(new Error("Storage is closed"));
+    if (this.#closed) return Promise.reject(fail.unavailable("The service is shutting down; retry shortly", 5));
     if (events.length === 0) return Promise.resolve();
     return this.#commits.submit(events);
   }

@@ -45,6 +45,18 @@ const endless = () => {
   });
 };
 
+/** An upload that sends a byte every 20 ms, for far longer than any deadline in these tests, then ends. */
+const trickle = () => {
+  let sent = 0;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      await Bun.sleep(20);
+      if (++sent > 500) return controller.close();
+      controller.enqueue(new Uint8Array([32]));
+    },
+  });
+};
+
 const cases: Case[] = [
   ...["application/json", "application/json; charset=utf-8", "Application/JSON;charset=UTF-8"].map(
     (type): Case => ({
@@ -160,6 +172,12 @@ const cases: Case[] = [
     }),
   ),
   { name: "malformed JSON inside gzip is 400", env, request: { gzip: true, body: "{nope" }, expect: INVALID_PAYLOAD },
+  {
+    name: "an upload that keeps trickling in past REQUEST_TIMEOUT_MS is cut with 408",
+    env: { ...env, REQUEST_TIMEOUT_MS: "300" },
+    request: { body: trickle },
+    expect: { status: 408, code: "request_timeout", error: "Request body was not received within 0.3 seconds" },
+  },
 ];
 
 runCases("decoding the body", cases);

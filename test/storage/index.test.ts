@@ -1,7 +1,11 @@
 import { afterAll, beforeAll, expect, spyOn, test } from "bun:test";
+import { loadConfig } from "../../src/config";
+import { IngestError } from "../../src/errors";
+import { Storage } from "../../src/storage";
 import { createSchema } from "../../src/storage/schema";
+import { captured } from "../helpers/captured";
 import { count } from "../helpers/rows";
-import { send, startService, type TestService } from "../helpers/service";
+import { clickhouseEnv, send, startService, type TestService } from "../helpers/service";
 
 const KEY = "key-1";
 let service: TestService;
@@ -40,4 +44,18 @@ test("a failed write is a 500; once the database is repaired, the client's retry
   expect(await send(service, body)).toMatchObject({ status: 200, body: { ingested: 1 } });
   expect(await send(service, body)).toMatchObject({ status: 200, body: { ingested: 1 } });
   expect(await count(service.db, "events", "event = 'will_fail'", { final: true })).toBe(1);
+});
+
+test("once closing, the storage refuses new events with a retryable 503, and what it accepted is written", async () => {
+  const config = loadConfig({ ...clickhouseEnv(), CLICKHOUSE_DATABASE: service.config.clickhouse.database });
+  const storage = await Storage.open(config.clickhouse);
+  const { events } = await captured([{ event: "before_close", distinct_id: "closing" }]);
+  const accepted = storage.ingest(events);
+  const closed = storage.close();
+  const refused = await storage.ingest(events).catch((error: unknown) => error);
+  expect(refused).toBeInstanceOf(IngestError);
+  expect(refused).toMatchObject({ code: "unavailable", status: 503, headers: { "Retry-After": "5" } });
+  await accepted;
+  await closed;
+  expect(await count(service.db, "events", "event = 'before_close'")).toBe(1);
 });

@@ -1,0 +1,77 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Subprocess } from "bun";
+import { clickhouseEnv, uniqueDatabase } from "./service";
+
+export const ROOT = join(import.meta.dir, "..", "..");
+
+/**
+ * The environment of a service run as its own process: its own embedded data directory (or the test server),
+ * a database of its own, a free port on loopback.
+ */
+export function processEnv(extra: Record<string, string> = {}): Record<string, string> {
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? "",
+    HOST: "127.0.0.1",
+    PORT: "0",
+    CLICKHOUSE_DATABASE: uniqueDatabase(),
+    ...extra,
+  };
+  if (process.env.CLICKHOUSE_URL) Object.assign(env, clickhouseEnv());
+  else env.DATA_DIR ??= mkdtempSync(join(tmpdir(), "ingest-process-"));
+  return env;
+}
+
+export interface RunningService {
+  readonly child: Subprocess<"ignore", "pipe", "pipe">;
+  readonly url: string;
+  /** Everything the process printed on stdout so far (it keeps being read). */
+  output(): string;
+}
+
+/** Starts `command` (default: the service from source) and waits for its "Listening on" line. */
+export async function startProcess(env: Record<string, string>, command = [process.execPath, "src/main.ts"]) {
+  const child = Bun.spawn(command, { cwd: ROOT, env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  let text = "";
+  const reader = child.stdout.getReader();
+  const decoder = new TextDecoder();
+  const url = await (async () => {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) throw new Error(`exited before listening: ${text}${await new Response(child.stderr).text()}`);
+      text += decoder.decode(value);
+      const match = text.match(/Listening on (http:\/\/\S+?)\/? /);
+      if (match) return match[1]!;
+    }
+  })();
+  void (async () => {
+    for (let read = await reader.read(); !read.done; read = await reader.read()) text += decoder.decode(read.value);
+  })();
+  return { child, url, output: () => text } satisfies RunningService;
+}
+
+/** Runs `sql` against the data the process wrote, from a process of its own (chDB binds a directory per process). */
+export async function queryRows<Row>(env: Record<string, string>, sql: string): Promise<Row[]> {
+  const reader = Bun.spawn([process.execPath, join(import.meta.dir, "read-rows.ts"), sql], {
+    cwd: ROOT,
+    env,
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [out, err, code] = await Promise.all([
+    new Response(reader.stdout).text(),
+    new Response(reader.stderr).text(),
+    reader.exited,
+  ]);
+  if (code !== 0) throw new Error(`read-rows failed (${code}): ${err}`);
+  return JSON.parse(out) as Row[];
+}
+
+/** Whether anything still answers at `url`. */
+export async function answers(url: string): Promise<boolean> {
+  return fetch(`${url}/health`).then(
+    () => true,
+    () => false,
+  );
+}

@@ -184,15 +184,15 @@ export function fuzzCase(seed: number, index: number): FuzzCase {
   if (roll < 58) {
     // escapes JSON.stringify would never write: lone surrogates as JSON text, in a field that becomes a column
     const field = rng.pick(["event", "distinct_id", "properties.$session_id", "properties.$anon_distinct_id"]);
-    const escape = rng.pick(["\\ud800", "\\udfff", "\\udbff\\u0041", "\\u0000"]);
+    const surrogate = rng.pick(["\\ud800", "\\udfff", "\\udbff\\u0041", "\\u0000"]);
     const [outer, inner] = field.split(".");
-    const value = `"x${escape}"`;
+    const value = `"x${surrogate}"`;
     const event = inner
       ? `{"event":"$identify","distinct_id":"u","properties":{"${inner}":${value}}}`
       : `{"event":"e","distinct_id":"u","${outer}":${value}}`;
     return {
       ...base,
-      description: `lone surrogate ${escape} in ${field}`,
+      description: `lone surrogate ${surrogate} in ${field}`,
       headers: json,
       body: text(`{"api_key":"${FUZZ_KEY}","batch":[${event}]}`),
     };

@@ -59,6 +59,7 @@ function captured(distinctId: string, i: number): CapturedEvent {
       event: raw.event,
       distinctId,
       properties: raw.properties,
+      eventLevel: {},
       timestamp: timestampOf(new Date(raw.timestamp)),
       uuid: raw.uuid,
     },

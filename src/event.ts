@@ -27,6 +27,18 @@ export interface CapturedEvent {
   readonly host: string;
   /** When this service received the request. */
   readonly receivedAt: Timestamp;
+  /**
+   * `$set` and `$set_once` sent beside `properties` rather than inside them, as several SDKs' identify and set
+   * calls do. They update the person (merged over the ones in `properties`, winning a conflict, as PostHog's
+   * ingestion does) and are not stored with the event.
+   */
+  readonly eventLevel: PersonProperties;
+}
+
+/** Person property updates that arrived as event-level fields. */
+export interface PersonProperties {
+  readonly $set?: Properties;
+  readonly $set_once?: Properties;
 }
 
 /** Where accepted events go. `ingest` settles once they are stored: resolved means every row is written. */

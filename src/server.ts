@@ -1,6 +1,7 @@
 import type { Server } from "bun";
 import { captureBatch } from "./capture";
 import type { Config } from "./config";
+import { ALLOWED_METHODS, allowedOrigin, preflight, shareWith } from "./cors";
 import { asIngestError, fail, type IngestError } from "./errors";
 import type { EventSink } from "./event";
 
@@ -32,15 +33,22 @@ export function serve(app: App): Server<undefined> {
 // Without a Host header (HTTP/1.0), or with one that is no host, Bun hands over a relative URL.
 const BASE_URL = "http://localhost";
 
-/** Routes by hand, and is the one place a failure becomes a response. */
+/** Routes by hand, and is the one place a failure becomes a response; responses to an allowed origin are shared. */
 export async function handle(request: Request, app: App): Promise<Response> {
+  const response = await route(request, app);
+  const origin = allowedOrigin(request, app.config);
+  return origin === undefined ? response : shareWith(response, origin);
+}
+
+async function route(request: Request, app: App): Promise<Response> {
   try {
     const url = URL.parse(request.url, BASE_URL);
     if (url === null) throw fail.badRequest();
     switch (url.pathname) {
       case "/batch":
       case "/batch/": {
-        if (request.method !== "POST") throw fail.methodNotAllowed("POST");
+        if (request.method === "OPTIONS") return preflight(request, app.config);
+        if (request.method !== "POST") throw fail.methodNotAllowed(ALLOWED_METHODS);
         const { ingested, dropped } = await captureBatch(request, url, app.config, app.sink);
         return Response.json({ status: "ok", ingested, dropped });
       }

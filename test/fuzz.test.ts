@@ -19,7 +19,7 @@ const MAX_BATCH_BYTES = 1024 * 1024;
 const RSS_GROWTH_LIMIT = 400 * 1024 * 1024;
 
 /** The statuses the README documents for requests that are not refused by the HTTP parser itself. */
-const DOCUMENTED = new Set([200, 400, 401, 403, 404, 405, 408, 413, 415]);
+const DOCUMENTED = new Set([200, 204, 400, 401, 403, 404, 405, 408, 413, 415]);
 
 interface Answer {
   readonly status: number;
@@ -46,6 +46,10 @@ function judge(c: FuzzCase, answer: Answer): { problem?: string; ingested: numbe
   if (answer.status >= 500) return { problem: `status ${answer.status}: ${answer.body.slice(0, 200)}`, ingested: 0 };
   if (!DOCUMENTED.has(answer.status)) return { problem: `undocumented status ${answer.status}`, ingested: 0 };
   if (c.kind === "http" && c.method === "HEAD") return { ingested: 0 };
+  if (answer.status === 204) {
+    const preflight = c.kind === "http" && c.method === "OPTIONS" && answer.body === "";
+    return preflight ? { ingested: 0 } : { problem: `204 to ${c.description}`, ingested: 0 };
+  }
   let body: unknown;
   try {
     body = JSON.parse(answer.body);

@@ -17,14 +17,14 @@ const cases: Case[] = [
   ),
   ...["GET", "PUT", "DELETE", "PATCH"].map(
     (method): Case => ({
-      name: `${method} /batch/ is 405 with Allow: POST`,
+      name: `${method} /batch/ is 405 with Allow: POST, OPTIONS`,
       env,
       request: { method },
       expect: {
         status: 405,
         code: "method_not_allowed",
-        error: "Method not allowed. Use POST.",
-        headers: { allow: "POST" },
+        error: "Method not allowed. Use POST, OPTIONS.",
+        headers: { allow: "POST, OPTIONS" },
       },
     }),
   ),

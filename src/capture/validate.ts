@@ -1,6 +1,6 @@
 import { type } from "arktype";
 import { fail } from "../errors";
-import { columnText, distinctIdFrom, LIMITS, type Properties, type Timestamp } from "../event";
+import { columnText, distinctIdFrom, LIMITS, type PersonProperties, type Properties, type Timestamp } from "../event";
 import { isObject, nestsDeeperThan } from "../json";
 import { parseTimestamp } from "./timestamp";
 
@@ -16,6 +16,8 @@ interface Item {
   readonly timestamp?: unknown;
   readonly uuid?: unknown;
   readonly api_key?: unknown;
+  readonly $set?: unknown;
+  readonly $set_once?: unknown;
 }
 
 const EventName = type("string > 0");
@@ -30,6 +32,7 @@ export interface AcceptedEvent {
   readonly timestamp: Timestamp | undefined;
   /** The client's event id, lower-cased; absent when it sent none or not a UUID. */
   readonly uuid: string | undefined;
+  readonly eventLevel: PersonProperties;
 }
 
 export interface AcceptedBatch {
@@ -62,13 +65,24 @@ export function acceptEvents(batch: readonly unknown[]): AcceptedBatch {
   for (const [item, index] of objectItems(batch)) {
     const timestamp = timestampOf(item, index);
     const properties = isObject(item.properties) ? (item.properties as Properties) : {};
-    if (nestsDeeperThan(properties, LIMITS.propertiesDepth)) throw fail.tooDeep(index, LIMITS.propertiesDepth);
+    const eventLevel = eventLevelOf(item);
+    for (const value of [properties, eventLevel.$set, eventLevel.$set_once]) {
+      if (nestsDeeperThan(value, LIMITS.propertiesDepth)) throw fail.tooDeep(index, LIMITS.propertiesDepth);
+    }
     const distinctId = distinctIdOf(item, properties);
     if (!EventName.allows(item.event) || distinctId === undefined) continue;
     const event = columnText(item.event, LIMITS.event);
-    events.push({ event, distinctId, properties, timestamp, uuid: uuidOf(item.uuid) });
+    events.push({ event, distinctId, properties, timestamp, uuid: uuidOf(item.uuid), eventLevel });
   }
   return { events, dropped: batch.length - events.length };
+}
+
+/** Event-level `$set` / `$set_once`, where they are objects; other types are ignored, like other unknown fields. */
+function eventLevelOf(item: Item): PersonProperties {
+  const eventLevel: { $set?: Properties; $set_once?: Properties } = {};
+  if (isObject(item.$set)) eventLevel.$set = item.$set;
+  if (isObject(item.$set_once)) eventLevel.$set_once = item.$set_once;
+  return eventLevel;
 }
 
 function timestampOf(item: Item, index: number): Timestamp | undefined {

@@ -130,6 +130,14 @@ cases.push(
     expect: TOO_DEEP,
   },
   {
+    name: "an event-level $set nested 100,000 deep fails the request too (it becomes person properties)",
+    env,
+    request: {
+      body: `{"api_key":"${KEY}","batch":[{"event":"ok","distinct_id":"u"},{"event":"deep","distinct_id":"u","$set":${nestedText(100_000)}}]}`,
+    },
+    expect: TOO_DEEP,
+  },
+  {
     name: "nesting in ignored event-level fields does not matter",
     env,
     request: {

@@ -22,14 +22,18 @@ export interface CaseRequest {
   readonly gzip?: boolean;
 }
 
+/** Response headers that must have these values; null means the header must be absent. */
+type ExpectedHeaders = Record<string, string | null>;
+
 export type Expected =
-  | { readonly status: 200; readonly ingested: number; readonly dropped?: number }
+  | { readonly status: 200; readonly ingested: number; readonly dropped?: number; readonly headers?: ExpectedHeaders }
+  | { readonly status: 204; readonly headers: ExpectedHeaders }
   | {
       readonly status: number;
       readonly code: ErrorCode;
       /** The exact message, or a pattern it must match. */
       readonly error?: string | RegExp;
-      readonly headers?: Record<string, string>;
+      readonly headers?: ExpectedHeaders;
     };
 
 export interface Case {
@@ -124,14 +128,21 @@ export function runCases(title: string, cases: readonly Case[]): void {
 async function checkCase(transport: Transport, c: Case): Promise<void> {
   const { app, sink, failures } = harness(c.env);
   const response = await transport.send(app, c.request);
-  const body = await response.json();
   const expected = c.expect;
-  if (!("code" in expected)) {
-    expect({ status: response.status, body }).toEqual({
+  for (const [name, value] of Object.entries(expected.headers ?? {})) {
+    expect(`${name}: ${response.headers.get(name)}`).toBe(`${name}: ${value}`);
+  }
+  if ("ingested" in expected) {
+    expect({ status: response.status, body: await response.json() }).toEqual({
       status: 200,
       body: { status: "ok", ingested: expected.ingested, dropped: expected.dropped ?? 0 },
     });
     expect(sink.events).toHaveLength(expected.ingested);
+    return;
+  }
+  if (!("code" in expected)) {
+    expect({ status: response.status, body: await response.text() }).toEqual({ status: expected.status, body: "" });
+    expect(sink.events).toEqual([]);
     return;
   }
   const error =
@@ -140,12 +151,11 @@ async function checkCase(transport: Transport, c: Case): Promise<void> {
       : typeof expected.error === "string"
         ? expected.error
         : expect.stringMatching(expected.error);
-  expect({ status: response.status, code: failures[0]?.code, body }).toEqual({
+  expect({ status: response.status, code: failures[0]?.code, body: await response.json() }).toEqual({
     status: expected.status,
     code: expected.code,
     body: { status: "error", error },
   });
   expect(response.headers.get("content-type")).toContain("application/json");
-  for (const [name, value] of Object.entries(expected.headers ?? {})) expect(response.headers.get(name)).toBe(value);
   expect(sink.events).toEqual([]);
 }

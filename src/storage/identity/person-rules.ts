@@ -1,4 +1,4 @@
-import type { CapturedEvent, Properties } from "../../event";
+import type { CapturedEvent, PersonProperties, Properties } from "../../event";
 import { distinctIdFrom } from "../../event";
 import { isObject } from "../../json";
 
@@ -58,7 +58,7 @@ export function personIntentOf(event: CapturedEvent): PersonIntent {
   return {
     event,
     linkedId: linkedIdOf(event),
-    updates: personUpdatesOf(event.properties),
+    updates: personUpdatesOf(event.properties, event.eventLevel),
     identifies: event.event === "$identify",
   };
 }
@@ -74,14 +74,15 @@ export interface PersonUpdates {
   readonly unset: readonly string[] | undefined;
 }
 
-/** `$set`, `$set_once` and `$unset` (a list of keys, or an object whose keys are removed) from event properties. */
-export function personUpdatesOf(properties: Properties): PersonUpdates | undefined {
-  const set = properties.$set;
-  const setOnce = properties.$set_once;
+/**
+ * `$set`, `$set_once` and `$unset` (a list of keys, or an object whose keys are removed) from event properties,
+ * with event-level `$set` / `$set_once` merged over them.
+ */
+export function personUpdatesOf(properties: Properties, eventLevel: PersonProperties = {}): PersonUpdates | undefined {
   const unset = properties.$unset;
   const updates: PersonUpdates = {
-    set: isObject(set) ? set : undefined,
-    setOnce: isObject(setOnce) ? setOnce : undefined,
+    set: merged(properties.$set, eventLevel.$set),
+    setOnce: merged(properties.$set_once, eventLevel.$set_once),
     unset: Array.isArray(unset)
       ? unset.filter((key): key is string => typeof key === "string")
       : isObject(unset)
@@ -89,6 +90,13 @@ export function personUpdatesOf(properties: Properties): PersonUpdates | undefin
         : undefined,
   };
   return (updates.set ?? updates.setOnce ?? updates.unset) ? updates : undefined;
+}
+
+/** The object inside `properties` with the event-level one over it (the event level wins a conflict). */
+function merged(inProperties: unknown, eventLevel: Properties | undefined): Properties | undefined {
+  const inside = isObject(inProperties) ? inProperties : undefined;
+  if (eventLevel === undefined) return inside;
+  return inside === undefined ? eventLevel : { ...inside, ...eventLevel };
 }
 
 /**

@@ -449,3 +449,33 @@ describe("hostile IDs", () => {
     }
   });
 });
+
+describe("event-level $set and $set_once (as posthog-python, -go, -ruby, -php and -js send them)", () => {
+  test("update the person, merged over the ones in properties with the event level winning; properties stay as sent", async () => {
+    await capture([
+      {
+        event: "$identify",
+        distinct_id: "level-user",
+        $set: { plan: "pro", email: "a@example.com" },
+        $set_once: { first_seen: "event-level" },
+        properties: { $set: { plan: "free", seats: 3 }, $set_once: { first_seen: "inside", source: "ad" } },
+      },
+      { event: "$set", distinct_id: "level-user", $set: "not an object", $set_once: [1, 2] },
+    ]);
+    const person = await personOf(service.db, "level-user");
+    expect(person?.properties).toEqual({
+      plan: "pro",
+      email: "a@example.com",
+      seats: 3,
+      first_seen: "event-level",
+      source: "ad",
+    });
+    const [stored] = (await events(service.db)).filter(
+      (e) => e.distinct_id === "level-user" && e.event === "$identify",
+    );
+    expect(JSON.parse(stored!.properties)).toEqual({
+      $set: { plan: "free", seats: 3 },
+      $set_once: { first_seen: "inside", source: "ad" },
+    });
+  });
+});

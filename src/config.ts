@@ -1,5 +1,6 @@
 import { resolve } from "node:path";
 import { type } from "arktype";
+import { LEVELS, type Level } from "./telemetry/log";
 
 /** Where the data goes: a ClickHouse server over HTTP, or chDB embedded in this process. */
 export type ClickHouseConfig =
@@ -26,6 +27,9 @@ export interface Config {
   /** After SIGTERM, how long requests in flight may take before their connections are closed. */
   readonly shutdownTimeoutMs: number;
   readonly clickhouse: ClickHouseConfig;
+  readonly logLevel: Level;
+  /** Where Prometheus metrics are served (`GET /metrics`); undefined: not served. */
+  readonly metricsPort: number | undefined;
 }
 
 export class ConfigError extends Error {
@@ -39,6 +43,7 @@ export const DEFAULTS = {
   maxBatchBytes: 20 * 1024 * 1024,
   requestTimeoutMs: 30_000,
   shutdownTimeoutMs: 10_000,
+  logLevel: "info",
   database: "default",
   dataDir: "./data",
   clickhouseUser: "default",
@@ -72,6 +77,8 @@ const Env = type({
   "MAX_BATCH_BYTES?": type("string.integer.parse").to(`0 < number.integer <= ${MAX_BATCH_BYTES_CEILING}`),
   "REQUEST_TIMEOUT_MS?": type("string.integer.parse").to("number.integer > 0"),
   "SHUTDOWN_TIMEOUT_MS?": type("string.integer.parse").to("number.integer >= 0"),
+  "LOG_LEVEL?": type.enumerated(...LEVELS),
+  "METRICS_PORT?": type("string.integer.parse").to("0 <= number.integer <= 65535"),
   "CLICKHOUSE_URL?": type("string.url").narrow(
     (url, ctx) => /^https?:$/.test(new URL(url).protocol) || ctx.reject({ expected: "an http(s) URL" }),
   ),
@@ -80,6 +87,51 @@ const Env = type({
   "CLICKHOUSE_DATABASE?": /^[A-Za-z_][A-Za-z0-9_]*$/,
   "DATA_DIR?": "string",
 });
+
+/** Every setting, its default and what it means: `--help` prints this, in this order. */
+export const SETTINGS: readonly { readonly name: string; readonly default: string; readonly meaning: string }[] = [
+  { name: "PORT", default: String(DEFAULTS.port), meaning: "listening port (0 picks a free one)" },
+  { name: "HOST", default: DEFAULTS.host, meaning: "listening address" },
+  { name: "ALLOWED_ORIGINS", default: "(none)", meaning: "comma-separated browser origins, matched exactly" },
+  { name: "PUBLIC_API_KEYS", default: "(none)", meaning: "comma-separated api keys; backend ingest is on when set" },
+  { name: "MAX_EVENTS_PER_BATCH", default: String(DEFAULTS.maxEventsPerBatch), meaning: "most items per batch (413)" },
+  {
+    name: "MAX_BATCH_BYTES",
+    default: String(DEFAULTS.maxBatchBytes),
+    meaning: "most body bytes, wire and inflated (413)",
+  },
+  {
+    name: "REQUEST_TIMEOUT_MS",
+    default: String(DEFAULTS.requestTimeoutMs),
+    meaning: "time for a body to arrive (408)",
+  },
+  {
+    name: "SHUTDOWN_TIMEOUT_MS",
+    default: String(DEFAULTS.shutdownTimeoutMs),
+    meaning: "after SIGTERM, time before open connections are closed",
+  },
+  { name: "LOG_LEVEL", default: DEFAULTS.logLevel, meaning: `${LEVELS.join(", ")}: JSON lines on stdout` },
+  { name: "METRICS_PORT", default: "(off)", meaning: "serve Prometheus metrics at GET /metrics on this port" },
+  { name: "CLICKHOUSE_URL", default: "(embedded chDB)", meaning: "a ClickHouse server over HTTP(S)" },
+  { name: "CLICKHOUSE_USER", default: DEFAULTS.clickhouseUser, meaning: "server user" },
+  { name: "CLICKHOUSE_PASSWORD", default: "(empty)", meaning: "server password" },
+  { name: "CLICKHOUSE_DATABASE", default: DEFAULTS.database, meaning: "database for every table, created if missing" },
+  { name: "DATA_DIR", default: DEFAULTS.dataDir, meaning: "embedded engine's data directory" },
+];
+
+/** The configuration as it may be logged: secrets left out, api keys only counted. */
+export function redacted(config: Config): Record<string, unknown> {
+  const { clickhouse, allowedOrigins, publicApiKeys, ...rest } = config;
+  return {
+    ...rest,
+    allowedOrigins: [...allowedOrigins],
+    publicApiKeys: publicApiKeys.size,
+    clickhouse:
+      clickhouse.kind === "server"
+        ? { kind: clickhouse.kind, url: clickhouse.url, user: clickhouse.user, database: clickhouse.database }
+        : clickhouse,
+  };
+}
 
 /** The variables this service reads; nothing else in the environment is looked at. */
 export const ENV_NAMES: readonly string[] = Env.props.map((prop) => String(prop.key));
@@ -108,6 +160,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     maxBatchBytes: parsed.MAX_BATCH_BYTES ?? DEFAULTS.maxBatchBytes,
     requestTimeoutMs: parsed.REQUEST_TIMEOUT_MS ?? DEFAULTS.requestTimeoutMs,
     shutdownTimeoutMs: parsed.SHUTDOWN_TIMEOUT_MS ?? DEFAULTS.shutdownTimeoutMs,
+    logLevel: parsed.LOG_LEVEL ?? DEFAULTS.logLevel,
+    metricsPort: parsed.METRICS_PORT,
     clickhouse: parsed.CLICKHOUSE_URL
       ? {
           kind: "server",

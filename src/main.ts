@@ -1,6 +1,22 @@
-import { type Config, ConfigError, loadConfig } from "./config";
+import pkg from "../package.json" with { type: "json" };
+import { type Config, ConfigError, loadConfig, redacted, SETTINGS } from "./config";
 import { serve } from "./server";
 import { SchemaError, Storage } from "./storage";
+import { describeError, Logger, Metrics, requestObserver, storageObserver } from "./telemetry";
+
+if (process.argv.includes("--version")) {
+  console.log(pkg.version);
+  process.exit(0);
+}
+if (process.argv.includes("--help") || process.argv.includes("-h")) {
+  console.log(`ingest ${pkg.version}: PostHog-style event batches into ClickHouse.
+
+Usage: ingest [--help | --version]. Settings come from the environment:
+`);
+  const width = Math.max(...SETTINGS.map((s) => s.name.length));
+  for (const s of SETTINGS) console.log(`  ${s.name.padEnd(width)}  ${s.meaning} (default: ${s.default})`);
+  process.exit(0);
+}
 
 function configOrExit(): Config {
   try {
@@ -13,15 +29,37 @@ function configOrExit(): Config {
 }
 
 const config = configOrExit();
-const storage = await Storage.open(config.clickhouse).catch((error: unknown) => {
-  if (error instanceof SchemaError) console.error(error.message);
-  else console.error("Cannot open ClickHouse:", error);
-  process.exit(1);
+const log = new Logger(config.logLevel);
+const metrics = new Metrics();
+const storage = await Storage.open(config.clickhouse, { observer: storageObserver(log, metrics) }).catch(
+  (error: unknown) => {
+    if (error instanceof SchemaError) log.error(error.message);
+    else log.error("cannot open ClickHouse", { cause: describeError(error) });
+    process.exit(1);
+  },
+);
+const server = serve({ config, sink: storage, observer: requestObserver(log, metrics) });
+const metricsServer =
+  config.metricsPort === undefined
+    ? undefined
+    : Bun.serve({
+        hostname: config.host,
+        port: config.metricsPort,
+        development: false,
+        fetch: async (request) => {
+          if (new URL(request.url, "http://localhost").pathname !== "/metrics") {
+            return new Response("Not found\n", { status: 404 });
+          }
+          metrics.queueDepth.set(storage.queuedEvents);
+          return new Response(await metrics.text(), { headers: { "Content-Type": metrics.contentType } });
+        },
+      });
+log.info("started", {
+  version: pkg.version,
+  url: server.url.href,
+  ...(metricsServer && { metrics: `${metricsServer.url.href}metrics` }),
+  config: redacted(config),
 });
-const server = serve({ config, sink: storage });
-const where =
-  config.clickhouse.kind === "server" ? config.clickhouse.url : `embedded chDB at ${config.clickhouse.dataDir}`;
-console.log(`Listening on ${server.url.href} (ClickHouse: ${where}, database ${config.clickhouse.database})`);
 
 // Stop taking connections and let requests in flight finish (their rows are written before they are answered).
 // Past SHUTDOWN_TIMEOUT_MS the remaining connections are closed: those clients get no answer and retry, which
@@ -30,16 +68,20 @@ let stopping = false;
 async function shutdown(signal: string): Promise<void> {
   if (stopping) return;
   stopping = true;
-  console.log(`${signal}: shutting down`);
+  log.info("shutting down", { signal });
   const drained = await Promise.race([
     server.stop().then(() => true),
     Bun.sleep(config.shutdownTimeoutMs).then(() => false),
   ]);
   if (!drained) {
-    console.log(`Shutdown: requests still running after ${config.shutdownTimeoutMs} ms; closing their connections`);
+    log.warn("requests still running at the shutdown deadline; closing their connections", {
+      shutdownTimeoutMs: config.shutdownTimeoutMs,
+    });
     await server.stop(true);
   }
+  await metricsServer?.stop(true);
   await storage.close();
+  log.info("stopped", { signal });
   process.exit(0);
 }
 process.on("SIGINT", () => void shutdown("SIGINT"));

@@ -1,16 +1,34 @@
 import type { Server } from "bun";
-import { captureBatch } from "./capture";
+import { type CaptureResult, captureBatch } from "./capture";
 import type { Config } from "./config";
 import { ALLOWED_METHODS, allowedOrigin, preflight, shareWith } from "./cors";
 import { asIngestError, fail, type IngestError } from "./errors";
 import type { EventSink } from "./event";
 
+export type Route = "batch" | "health" | "other";
+
+/** One answered request, as logs and metrics see it: never its body. */
+export interface Answer {
+  readonly method: string;
+  readonly path: string;
+  readonly route: Route;
+  readonly status: number;
+  /** The declared Content-Length, if any. */
+  readonly bytes: number | undefined;
+  readonly failure?: IngestError;
+  readonly result?: CaptureResult;
+}
+
+export interface RequestObserver {
+  answered(answer: Answer): void;
+}
+
 /** What a request is handled with. */
 export interface App {
   readonly config: Config;
   readonly sink: EventSink;
-  /** Told of every failure answered, with its code and cause (logs, metrics, tests). */
-  readonly onFailure?: (failure: IngestError, request: Request | undefined) => void;
+  /** Told of every answer (logs, metrics, tests). Without one, only internal failures are reported, to stderr. */
+  readonly observer?: RequestObserver;
 }
 
 /**
@@ -26,54 +44,69 @@ export function serve(app: App): Server<undefined> {
     development: false,
     maxRequestBodySize: Number.MAX_SAFE_INTEGER,
     fetch: (request) => handle(request, app),
-    error: (error) => failureResponse(fail.internal(error), app, undefined),
+    error: (error) => errorResponse(fail.internal(error)),
   });
 }
 
 // Without a Host header (HTTP/1.0), or with one that is no host, Bun hands over a relative URL.
 const BASE_URL = "http://localhost";
 
-/** Routes by hand, and is the one place a failure becomes a response; responses to an allowed origin are shared. */
-export async function handle(request: Request, app: App): Promise<Response> {
-  const response = await route(request, app);
-  const origin = allowedOrigin(request, app.config);
-  return origin === undefined ? response : shareWith(response, origin);
+interface Outcome {
+  readonly response: Response;
+  readonly route: Route;
+  readonly failure?: IngestError;
+  readonly result?: CaptureResult;
 }
 
-async function route(request: Request, app: App): Promise<Response> {
+/** Routes by hand, and is the one place a failure becomes a response; responses to an allowed origin are shared. */
+export async function handle(request: Request, app: App): Promise<Response> {
+  const path = URL.parse(request.url, BASE_URL)?.pathname ?? "";
+  const outcome = await route(request, path, app);
+  const origin = allowedOrigin(request, app.config);
+  const response = origin === undefined ? outcome.response : shareWith(outcome.response, origin);
+  const declared = request.headers.get("content-length");
+  const answer: Answer = {
+    method: request.method,
+    path,
+    route: outcome.route,
+    status: response.status,
+    bytes: declared === null ? undefined : Number(declared),
+    ...(outcome.failure && { failure: outcome.failure }),
+    ...(outcome.result && { result: outcome.result }),
+  };
+  if (app.observer) app.observer.answered(answer);
+  else if (answer.failure?.code === "internal") console.error(`${answer.method} ${path} failed:`, answer.failure.cause);
+  return response;
+}
+
+async function route(request: Request, path: string, app: App): Promise<Outcome> {
+  const routeName: Route = path === "/batch" || path === "/batch/" ? "batch" : path === "/health" ? "health" : "other";
   try {
     const url = URL.parse(request.url, BASE_URL);
     if (url === null) throw fail.badRequest();
-    switch (url.pathname) {
-      case "/batch":
-      case "/batch/": {
-        if (request.method === "OPTIONS") return preflight(request, app.config);
+    switch (routeName) {
+      case "batch": {
+        if (request.method === "OPTIONS") return { route: routeName, response: preflight(request, app.config) };
         if (request.method !== "POST") throw fail.methodNotAllowed(ALLOWED_METHODS);
-        const { ingested, dropped } = await captureBatch(request, url, app.config, app.sink);
-        return Response.json({ status: "ok", ingested, dropped });
+        const result = await captureBatch(request, url, app.config, app.sink);
+        return { route: routeName, result, response: Response.json({ status: "ok", ...result }) };
       }
-      case "/health":
+      case "health":
         if (request.method !== "GET" && request.method !== "HEAD") throw fail.methodNotAllowed("GET, HEAD");
-        return Response.json({ ok: true });
+        return { route: routeName, response: Response.json({ ok: true }) };
       default:
         throw fail.notFound();
     }
   } catch (error) {
-    return failureResponse(asIngestError(error), app, request);
+    const failure = asIngestError(error);
+    return { route: routeName, failure, response: errorResponse(failure) };
   }
 }
 
-/** The one place a failure becomes a response: the Error object, the failure's status and headers. */
-function failureResponse(failure: IngestError, app: App, request: Request | undefined): Response {
-  (app.onFailure ?? logInternal)(failure, request);
+/** The Error object for a failure, with its status and headers. */
+function errorResponse(failure: IngestError): Response {
   return Response.json(
     { status: "error", error: failure.message },
     { status: failure.status, headers: failure.headers },
   );
-}
-
-function logInternal(failure: IngestError, request: Request | undefined): void {
-  if (failure.code !== "internal") return;
-  const path = request === undefined ? "" : URL.parse(request.url, BASE_URL)?.pathname;
-  console.error(`${request?.method ?? "request"} ${path} failed:`, failure.cause);
 }

@@ -1,5 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { answers, processEnv, queryRows, startProcess } from "./helpers/process";
+import pkg from "../package.json" with { type: "json" };
+import { ENV_NAMES, SETTINGS } from "../src/config";
+import { answers, processEnv, queryRows, ROOT, startProcess } from "./helpers/process";
 
 const KEY = "key-1";
 const post = (url: string, batch: object[]) =>
@@ -76,9 +78,22 @@ describe("the service process", () => {
     expect(await storedCount(env, "event = 'slow'")).toBe(0);
   }, 30_000);
 
+  test("--help lists every setting with its default; --version prints the version", async () => {
+    const run = (arg: string) =>
+      Bun.spawnSync([process.execPath, "src/main.ts", arg], { cwd: ROOT, env: { PATH: process.env.PATH ?? "" } });
+    const help = run("--help");
+    expect(help.exitCode).toBe(0);
+    const text = help.stdout.toString();
+    for (const setting of SETTINGS) expect(text).toContain(`${setting.name}`);
+    expect(SETTINGS.map((setting) => setting.name).sort()).toEqual([...ENV_NAMES].sort()); // one list, no drift
+    expect(text).toContain("(default: 8000)");
+    const version = run("--version");
+    expect(version.stdout.toString().trim()).toBe(pkg.version);
+  });
+
   test("a bad configuration exits non-zero with a message naming the variable", async () => {
     const child = Bun.spawn([process.execPath, "src/main.ts"], {
-      cwd: `${import.meta.dir}/..`,
+      cwd: ROOT,
       env: processEnv({ PORT: "not-a-port", MAX_EVENTS_PER_BATCH: "-1" }),
       stdout: "pipe",
       stderr: "pipe",

@@ -27,6 +27,7 @@ export interface GroupCommitOptions {
  */
 export class GroupCommit<T> {
   readonly #queue: Submission<T>[] = [];
+  #queuedItems = 0;
   #running: Promise<void> | undefined;
 
   constructor(
@@ -37,8 +38,14 @@ export class GroupCommit<T> {
   submit(items: readonly T[]): Promise<void> {
     const { promise, resolve, reject } = Promise.withResolvers<void>();
     this.#queue.push({ items, resolve, reject });
+    this.#queuedItems += items.length;
     this.#running ??= this.#run();
     return promise;
+  }
+
+  /** Items submitted and not yet taken by a flush. */
+  get queuedItems(): number {
+    return this.#queuedItems;
   }
 
   /** Settles once everything submitted so far has been flushed (or has failed). */
@@ -60,6 +67,7 @@ export class GroupCommit<T> {
       count += size;
       taken++;
     }
+    this.#queuedItems -= count;
     return this.#queue.splice(0, taken);
   }
 

@@ -3,7 +3,7 @@ import { fail } from "../errors";
 import type { CapturedEvent, EventSink } from "../event";
 import { ClickHouse, isDataError } from "./clickhouse";
 import { GroupCommit } from "./group-commit";
-import { DEFAULT_IDENTITY_OPTIONS, type IdentityOptions, IdentityResolver } from "./identity";
+import { type CacheObserver, DEFAULT_IDENTITY_OPTIONS, type IdentityOptions, IdentityResolver } from "./identity";
 import { createSchema, eventInserts, eventRow } from "./schema";
 
 export { SchemaError } from "./schema";
@@ -12,6 +12,16 @@ export interface StorageOptions {
   readonly identity?: IdentityOptions;
   /** Most events one flush writes; concurrent requests are coalesced up to this. */
   readonly maxFlushEvents?: number;
+  readonly observer?: StorageObserver;
+}
+
+/** What the storage tells the outside about its writes (logs, metrics). */
+export interface StorageObserver {
+  flushed(events: number, seconds: number): void;
+  flushFailed(events: number, seconds: number, error: unknown): void;
+  cacheLookups: CacheObserver;
+  /** A missing column was added at startup. */
+  schemaRepaired(table: string, column: string, type: string): void;
 }
 
 const DEFAULT_MAX_FLUSH_EVENTS = 100_000;
@@ -24,11 +34,17 @@ export class Storage implements EventSink {
   readonly #db: ClickHouse;
   readonly #identity: IdentityResolver;
   readonly #commits: GroupCommit<CapturedEvent>;
+  readonly #observer: StorageObserver | undefined;
   #closed = false;
 
   private constructor(db: ClickHouse, options: StorageOptions) {
     this.#db = db;
-    this.#identity = new IdentityResolver(db, options.identity ?? DEFAULT_IDENTITY_OPTIONS);
+    this.#observer = options.observer;
+    this.#identity = new IdentityResolver(
+      db,
+      options.identity ?? DEFAULT_IDENTITY_OPTIONS,
+      options.observer?.cacheLookups,
+    );
     this.#commits = new GroupCommit((events) => this.#write(events), {
       maxItems: options.maxFlushEvents ?? DEFAULT_MAX_FLUSH_EVENTS,
       isolates: isDataError,
@@ -39,7 +55,7 @@ export class Storage implements EventSink {
   static async open(config: ClickHouseConfig, options: StorageOptions = {}): Promise<Storage> {
     const db = ClickHouse.connect(config);
     try {
-      await createSchema(db);
+      await createSchema(db, options.observer?.schemaRepaired);
     } catch (error) {
       await db.close();
       throw error;
@@ -54,6 +70,11 @@ export class Storage implements EventSink {
     return this.#commits.submit(events);
   }
 
+  /** Events accepted and waiting for a flush to take them. */
+  get queuedEvents(): number {
+    return this.#commits.queuedItems;
+  }
+
   /** Waits for every accepted write to finish, then disconnects. */
   async close(): Promise<void> {
     this.#closed = true;
@@ -66,6 +87,17 @@ export class Storage implements EventSink {
    * cannot finish: the retry resolves again from what ClickHouse holds and writes the same result.
    */
   async #write(events: readonly CapturedEvent[]): Promise<void> {
+    const started = performance.now();
+    try {
+      await this.#resolveAndInsert(events);
+    } catch (error) {
+      this.#observer?.flushFailed(events.length, (performance.now() - started) / 1000, error);
+      throw error;
+    }
+    this.#observer?.flushed(events.length, (performance.now() - started) / 1000);
+  }
+
+  async #resolveAndInsert(events: readonly CapturedEvent[]): Promise<void> {
     const resolution = await this.#identity.resolve(events);
     try {
       await this.#db.insert("persons", resolution.persons);

@@ -162,7 +162,7 @@ export class SchemaError extends Error {
  * naming the table, because writing on would silently lose or mangle data. Extra columns are left alone.
  * Safe to run at every start.
  */
-export async function createSchema(db: ClickHouse): Promise<void> {
+export async function createSchema(db: ClickHouse, onRepair: RepairObserver = warnRepair): Promise<void> {
   await db.command(`CREATE DATABASE IF NOT EXISTS \`${db.database}\``);
   for (const table of TABLES) {
     const columns = Object.entries(table.columns).map(([name, type]) => `${name} ${type}`);
@@ -185,10 +185,16 @@ export async function createSchema(db: ClickHouse): Promise<void> {
     WHERE session_id != ''
     GROUP BY session_id`,
   );
-  await checkColumns(db);
+  await checkColumns(db, onRepair);
 }
 
-async function checkColumns(db: ClickHouse): Promise<void> {
+/** Told of each column the schema check added. */
+export type RepairObserver = (table: string, column: string, type: string) => void;
+
+const warnRepair: RepairObserver = (table, column, type) =>
+  console.warn(`Schema: ${table} had no column ${column}; adding it as ${type}.`);
+
+async function checkColumns(db: ClickHouse, onRepair: RepairObserver): Promise<void> {
   const rows = await db.rows<{ table: string; name: string; type: string }>(
     "SELECT table, name, type FROM system.columns WHERE database = {database:String}",
     { database: db.database },
@@ -198,7 +204,7 @@ async function checkColumns(db: ClickHouse): Promise<void> {
     for (const [name, type] of Object.entries(table.columns)) {
       const found = existing.get(name);
       if (found === undefined) {
-        console.warn(`Schema: ${db.table(table.name)} had no column ${name}; adding it as ${type}.`);
+        onRepair(db.table(table.name), name, type);
         await db.command(`ALTER TABLE ${db.table(table.name)} ADD COLUMN IF NOT EXISTS ${name} ${type}`);
       } else if (found !== type) {
         throw new SchemaError(

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { loadConfig } from "../../src/config";
 import type { ErrorCode, IngestError } from "../../src/errors";
-import { type App, handle, serve } from "../../src/server";
+import { type Answer, type App, handle, serve } from "../../src/server";
 import { MemorySink } from "./memory-sink";
 
 /**
@@ -74,18 +74,26 @@ export function requestOf(base: string, spec: CaseRequest): Request {
   } as RequestInit);
 }
 
-/** A handler for one configuration: its sink, and the failures it reported. */
+/** A handler for one configuration: its sink, every answer it reported, and the failures among them. */
 export interface Harness {
   readonly app: App;
   readonly sink: MemorySink;
+  readonly answers: Answer[];
   readonly failures: IngestError[];
 }
 
 export function harness(env: Record<string, string> = {}): Harness {
   const sink = new MemorySink();
+  const answers: Answer[] = [];
   const failures: IngestError[] = [];
   const config = loadConfig({ HOST: "127.0.0.1", PORT: "0", ...env });
-  return { app: { config, sink, onFailure: (failure) => failures.push(failure) }, sink, failures };
+  const observer = {
+    answered(answer: Answer) {
+      answers.push(answer);
+      if (answer.failure) failures.push(answer.failure);
+    },
+  };
+  return { app: { config, sink, observer }, sink, answers, failures };
 }
 
 export interface Transport {

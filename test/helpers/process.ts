@@ -23,6 +23,16 @@ export function processEnv(extra: Record<string, string> = {}): Record<string, s
   return env;
 }
 
+/** The URL in the service's "started" log line, once it has been printed. */
+function startedUrl(output: string): string | undefined {
+  for (const line of output.split("\n")) {
+    if (!line.startsWith("{")) continue;
+    const entry = JSON.parse(line) as { msg?: string; url?: string };
+    if (entry.msg === "started" && entry.url) return entry.url.replace(/\/$/, "");
+  }
+  return undefined;
+}
+
 export interface RunningService {
   readonly child: Subprocess<"ignore", "pipe", "pipe">;
   readonly url: string;
@@ -30,7 +40,7 @@ export interface RunningService {
   output(): string;
 }
 
-/** Starts `command` (default: the service from source) and waits for its "Listening on" line. */
+/** Starts `command` (default: the service from source) and waits for its "started" log line. */
 export async function startProcess(env: Record<string, string>, command = [process.execPath, "src/main.ts"]) {
   const child = Bun.spawn(command, { cwd: ROOT, env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
   let text = "";
@@ -41,8 +51,8 @@ export async function startProcess(env: Record<string, string>, command = [proce
       const { done, value } = await reader.read();
       if (done) throw new Error(`exited before listening: ${text}${await new Response(child.stderr).text()}`);
       text += decoder.decode(value);
-      const match = text.match(/Listening on (http:\/\/\S+?)\/? /);
-      if (match) return match[1]!;
+      const started = startedUrl(text);
+      if (started) return started;
     }
   })();
   void (async () => {

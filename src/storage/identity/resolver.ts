@@ -15,6 +15,9 @@ export interface IdentityOptions {
   readonly cacheCapacity: number;
 }
 
+/** Told how each batch's reads went: how many came from the cache and how many had to be read. */
+export type CacheObserver = (kind: "links" | "persons", hits: number, misses: number) => void;
+
 export const DEFAULT_IDENTITY_OPTIONS: IdentityOptions = { cacheTtlMs: 5_000, cacheCapacity: 200_000 };
 
 /** What a batch resolved to: each event's person, the rows to write, and what to do once they are (not) written. */
@@ -42,6 +45,7 @@ export class IdentityResolver {
   constructor(
     private readonly db: ClickHouse,
     options: IdentityOptions = DEFAULT_IDENTITY_OPTIONS,
+    private readonly observeCache: CacheObserver = () => {},
   ) {
     this.#links = new LruCache(options.cacheCapacity, options.cacheTtlMs);
     this.#persons = new LruCache(options.cacheCapacity, options.cacheTtlMs);
@@ -83,12 +87,16 @@ export class IdentityResolver {
         if (changesPersons(intent)) fresh.add(id);
       }
     }
-    await readThrough(batch.links, wanted, fresh, this.#links, (ids) => loadLinks(this.db, ids));
+    const links = await readThrough(batch.links, wanted, fresh, this.#links, (ids) => loadLinks(this.db, ids));
+    this.observeCache("links", links.hits, links.misses);
 
     const personOf = (id: string) => batch.links.get(id)?.personId ?? personIdFor(id);
     const persons = new Set([...wanted].map(personOf));
     const freshPersons = new Set([...fresh].map(personOf));
-    await readThrough(batch.persons, persons, freshPersons, this.#persons, (ids) => loadPersons(this.db, ids));
+    const loaded = await readThrough(batch.persons, persons, freshPersons, this.#persons, (ids) =>
+      loadPersons(this.db, ids),
+    );
+    this.observeCache("persons", loaded.hits, loaded.misses);
   }
 
   /** Caches what the batch read from ClickHouse or wrote; entries it took from the cache keep their expiry. */
@@ -103,20 +111,27 @@ export class IdentityResolver {
   }
 }
 
-/** Each key from the cache unless it must be read fresh; the rest from ClickHouse, in one query. */
+/**
+ * Each key from the cache unless it must be read fresh; the rest from ClickHouse, in one query. Returns how many
+ * came from the cache and how many were read.
+ */
 async function readThrough<V>(
   into: Overlay<V>,
   keys: Iterable<string>,
   fresh: ReadonlySet<string>,
   cache: LruCache<string, V>,
   load: (keys: readonly string[]) => Promise<ReadonlyMap<string, V>>,
-): Promise<void> {
+): Promise<{ hits: number; misses: number }> {
   const missing: string[] = [];
+  let hits = 0;
   for (const key of keys) {
     const cached = fresh.has(key) ? undefined : cache.get(key);
     if (cached === undefined) missing.push(key);
-    else into.put(key, cached, "cached");
+    else {
+      into.put(key, cached, "cached");
+      hits++;
+    }
   }
-  if (missing.length === 0) return;
-  for (const [key, value] of await load(missing)) into.put(key, value, "loaded");
+  if (missing.length > 0) for (const [key, value] of await load(missing)) into.put(key, value, "loaded");
+  return { hits, misses: missing.length };
 }

@@ -1,0 +1,3 @@
+export { describeError, LEVELS, type Level, Logger } from "./log";
+export { Metrics } from "./metrics";
+export { requestObserver, SLOW_FLUSH_SECONDS, storageObserver } from "./observers";

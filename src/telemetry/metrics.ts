@@ -1,0 +1,87 @@
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+
+const SIZE_BUCKETS = [1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 25_000, 100_000];
+const SECONDS_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/** The service's Prometheus metrics, each in a registry of its own (so several services in a test do not mix). */
+export class Metrics {
+  readonly registry = new Registry();
+  readonly requests = new Counter({
+    name: "ingest_requests_total",
+    help: "HTTP requests answered, by route and status",
+    labelNames: ["route", "status"] as const,
+    registers: [this.registry],
+  });
+  readonly eventsIngested = new Counter({
+    name: "ingest_events_ingested_total",
+    help: "Events accepted and stored",
+    registers: [this.registry],
+  });
+  readonly eventsDropped = new Counter({
+    name: "ingest_events_dropped_total",
+    help: "Events dropped for a missing name or distinct ID",
+    registers: [this.registry],
+  });
+  readonly batchSize = new Histogram({
+    name: "ingest_batch_events",
+    help: "Items per accepted batch request",
+    buckets: SIZE_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly flushSize = new Histogram({
+    name: "ingest_flush_events",
+    help: "Events per write to ClickHouse (a flush coalesces concurrent requests)",
+    buckets: SIZE_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly flushSeconds = new Histogram({
+    name: "ingest_flush_duration_seconds",
+    help: "Time per flush: identity resolution and every insert",
+    buckets: SECONDS_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly insertErrors = new Counter({
+    name: "ingest_insert_errors_total",
+    help: "Flushes that failed to write",
+    registers: [this.registry],
+  });
+  readonly cacheLookups = new Counter({
+    name: "ingest_identity_cache_lookups_total",
+    help: "Identity cache lookups, by kind (links, persons) and result (hit, miss)",
+    labelNames: ["kind", "result"] as const,
+    registers: [this.registry],
+  });
+  readonly queueDepth = new Gauge({
+    name: "ingest_queue_events",
+    help: "Events waiting to be written",
+    registers: [this.registry],
+  });
+
+  constructor() {
+    new Gauge({
+      name: "process_resident_memory_bytes",
+      help: "Resident memory of the process",
+      registers: [this.registry],
+      collect() {
+        this.set(process.memoryUsage().rss);
+      },
+    });
+    new Gauge({
+      name: "process_heap_used_bytes",
+      help: "JavaScript heap in use",
+      registers: [this.registry],
+      collect() {
+        this.set(process.memoryUsage().heapUsed);
+      },
+    });
+  }
+
+  /** The Prometheus text exposition of every metric. */
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}

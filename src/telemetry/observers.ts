@@ -1,0 +1,48 @@
+import type { RequestObserver } from "../server";
+import type { StorageObserver } from "../storage";
+import { describeError, type Logger } from "./log";
+import type { Metrics } from "./metrics";
+
+/** A flush slower than this is logged as a warning. */
+export const SLOW_FLUSH_SECONDS = 1;
+
+/** Requests: counted by route and status; accepted batches sized; every 4xx and 5xx logged with its reason. */
+export function requestObserver(log: Logger, metrics: Metrics): RequestObserver {
+  return {
+    answered({ method, path, route, status, bytes, failure, result }) {
+      metrics.requests.inc({ route, status: String(status) });
+      if (result) {
+        metrics.eventsIngested.inc(result.ingested);
+        metrics.eventsDropped.inc(result.dropped);
+        metrics.batchSize.observe(result.ingested + result.dropped);
+      }
+      if (!failure) return;
+      const fields = { method, path, status, code: failure.code, reason: failure.message, bytes };
+      if (status >= 500) log.error("request failed", { ...fields, cause: describeError(failure.cause) });
+      else log.info("request refused", fields);
+    },
+  };
+}
+
+/** Writes: flush sizes and durations, failures with their cause, slow flushes, identity cache hits and misses. */
+export function storageObserver(log: Logger, metrics: Metrics): StorageObserver {
+  return {
+    flushed(events, seconds) {
+      metrics.flushSize.observe(events);
+      metrics.flushSeconds.observe(seconds);
+      if (seconds > SLOW_FLUSH_SECONDS) log.warn("slow flush", { events, seconds });
+    },
+    flushFailed(events, seconds, error) {
+      metrics.insertErrors.inc();
+      metrics.flushSeconds.observe(seconds);
+      log.error("write failed", { events, seconds, cause: describeError(error) });
+    },
+    cacheLookups(kind, hits, misses) {
+      if (hits > 0) metrics.cacheLookups.inc({ kind, result: "hit" }, hits);
+      if (misses > 0) metrics.cacheLookups.inc({ kind, result: "miss" }, misses);
+    },
+    schemaRepaired(table, column, type) {
+      log.warn("schema repaired: a missing column was added", { table, column, type });
+    },
+  };
+}

@@ -1,0 +1,58 @@
+import { expect, test } from "bun:test";
+import { describeError, Logger, Metrics, SLOW_FLUSH_SECONDS, storageObserver } from "../../src/telemetry";
+
+function capture(level: "debug" | "info" | "warn" | "error" = "info") {
+  const lines: Record<string, unknown>[] = [];
+  return { lines, log: new Logger(level, (line) => lines.push(JSON.parse(line))) };
+}
+
+test("one JSON object per line, with time, level and message; below LOG_LEVEL nothing is written", () => {
+  const { lines, log } = capture("warn");
+  log.info("quiet");
+  log.warn("loud", { events: 3 });
+  expect(lines).toEqual([{ time: expect.any(String), level: "warn", msg: "loud", events: 3 }]);
+  expect(Number.isNaN(Date.parse(lines[0]!.time as string))).toBe(false);
+});
+
+test("a ClickHouse error is logged by type and code only: its message quotes the rows it failed on", () => {
+  const clickhouse = Object.assign(new Error("Cannot parse input: before: 'secret-payload'"), {
+    type: "CANNOT_PARSE_INPUT_ASSERTION_FAILED",
+    code: "27",
+  });
+  expect(describeError(clickhouse)).toEqual({
+    error: "Error",
+    type: "CANNOT_PARSE_INPUT_ASSERTION_FAILED",
+    code: "27",
+  });
+  expect(describeError(new RangeError("Maximum call stack size exceeded."))).toEqual({
+    error: "RangeError",
+    message: "Maximum call stack size exceeded.",
+  });
+});
+
+test("write failures are logged with their cause, slow flushes as warnings; both counted", async () => {
+  const { lines, log } = capture();
+  const metrics = new Metrics();
+  const observer = storageObserver(log, metrics);
+  observer.flushed(100, 0.01);
+  observer.flushed(5_000, SLOW_FLUSH_SECONDS + 0.5);
+  observer.flushFailed(
+    20,
+    0.2,
+    Object.assign(new Error("disk full at 'row data'"), { type: "NOT_ENOUGH_SPACE", code: "243" }),
+  );
+  expect(lines.map(({ time, ...rest }) => rest)).toEqual([
+    { level: "warn", msg: "slow flush", events: 5_000, seconds: SLOW_FLUSH_SECONDS + 0.5 },
+    {
+      level: "error",
+      msg: "write failed",
+      events: 20,
+      seconds: 0.2,
+      cause: { error: "Error", type: "NOT_ENOUGH_SPACE", code: "243" },
+    },
+  ]);
+  const text = await metrics.text();
+  expect(text).toContain("ingest_insert_errors_total 1");
+  expect(text).toContain("ingest_flush_events_count 2");
+  expect(text).toContain("ingest_flush_duration_seconds_count 3");
+});

@@ -1,0 +1,102 @@
+import { expect, test } from "bun:test";
+import { processEnv, startProcess } from "../helpers/process";
+
+const KEY = "secret-api-key-do-not-log";
+const MARKER = "payload-marker-never-logged";
+
+/** Prometheus text → { "name{labels}": value }. */
+function parseMetrics(text: string): Record<string, number> {
+  const values: Record<string, number> = {};
+  for (const line of text.split("\n")) {
+    if (line === "" || line.startsWith("#")) continue;
+    const at = line.lastIndexOf(" ");
+    values[line.slice(0, at)] = Number(line.slice(at + 1));
+  }
+  return values;
+}
+
+test("the service logs JSON lines and serves Prometheus metrics on METRICS_PORT, after real requests", async () => {
+  const env = processEnv({
+    PUBLIC_API_KEYS: KEY,
+    METRICS_PORT: "0",
+    LOG_LEVEL: "info",
+    CLICKHOUSE_PASSWORD: "pw-secret",
+  });
+  const service = await startProcess(env);
+  const post = (body: string, headers: Record<string, string> = {}) =>
+    fetch(`${service.url}/batch/`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body,
+    });
+  try {
+    const batch = (n: number) =>
+      JSON.stringify({
+        api_key: KEY,
+        batch: Array.from({ length: n }, (_, i) => ({ event: MARKER, distinct_id: `u${i}` })),
+      });
+    expect((await post(batch(3))).status).toBe(200);
+    expect((await post(batch(2))).status).toBe(200);
+    expect(
+      (await post(JSON.stringify({ api_key: "wrong", batch: [{ event: MARKER, distinct_id: "x" }] }))).status,
+    ).toBe(401);
+    expect((await post(`{"batch": [${MARKER}`)).status).toBe(400);
+    expect((await post(batch(1), { "content-type": "text/plain" })).status).toBe(415);
+    expect((await fetch(`${service.url}/health`)).status).toBe(200);
+
+    const started = service
+      .output()
+      .split("\n")
+      .filter((line) => line.startsWith("{"))
+      .map((line) => JSON.parse(line))
+      .find((entry) => entry.msg === "started");
+    const scraped = await fetch(started.metrics);
+    expect(scraped.headers.get("content-type")).toContain("text/plain");
+    const metrics = parseMetrics(await scraped.text());
+    expect(metrics).toMatchObject({
+      'ingest_requests_total{route="batch",status="200"}': 2,
+      'ingest_requests_total{route="batch",status="401"}': 1,
+      'ingest_requests_total{route="batch",status="400"}': 1,
+      'ingest_requests_total{route="batch",status="415"}': 1,
+      'ingest_requests_total{route="health",status="200"}': 1,
+      ingest_events_ingested_total: 5,
+      ingest_events_dropped_total: 0,
+      ingest_batch_events_count: 2,
+      ingest_batch_events_sum: 5,
+      ingest_insert_errors_total: 0,
+      ingest_queue_events: 0,
+    });
+    expect(metrics.ingest_flush_events_sum).toBe(5);
+    expect(metrics.ingest_flush_duration_seconds_count).toBeGreaterThanOrEqual(1);
+    expect(metrics['ingest_identity_cache_lookups_total{kind="links",result="miss"}']).toBeGreaterThanOrEqual(1);
+    expect(metrics.process_resident_memory_bytes).toBeGreaterThan(10_000_000);
+    // the public port keeps its two endpoints
+    expect((await fetch(`${service.url}/metrics`)).status).toBe(404);
+  } finally {
+    service.child.kill("SIGTERM");
+  }
+  expect(await service.child.exited).toBe(0);
+
+  const output = service.output();
+  const lines = output.split("\n").filter((line) => line !== "");
+  const entries = lines.map((line) => JSON.parse(line) as Record<string, unknown>); // every line is JSON
+  for (const entry of entries) expect(entry).toMatchObject({ time: expect.any(String), level: expect.any(String) });
+  const byMsg = (msg: string) => entries.filter((entry) => entry.msg === msg);
+
+  expect(byMsg("started")[0]).toMatchObject({
+    config: { publicApiKeys: 1, logLevel: "info", maxEventsPerBatch: 10_000 },
+  });
+  expect(byMsg("request refused").map(({ status, code, bytes }) => ({ status, code, bytes }))).toEqual([
+    { status: 401, code: "invalid_api_key", bytes: expect.any(Number) },
+    { status: 400, code: "invalid_payload", bytes: expect.any(Number) },
+    { status: 415, code: "unsupported_content_type", bytes: expect.any(Number) },
+    { status: 404, code: "not_found", bytes: undefined }, // GET /metrics on the public port
+  ]);
+  expect(byMsg("request refused")[0]).toMatchObject({ reason: "Invalid api_key", method: "POST", path: "/batch/" });
+  expect(byMsg("shutting down")).toHaveLength(1);
+  expect(byMsg("stopped")).toHaveLength(1);
+  // never a payload, an api key or a password
+  expect(output).not.toContain(MARKER);
+  expect(output).not.toContain(KEY);
+  expect(output).not.toContain("pw-secret");
+}, 30_000);

@@ -33,7 +33,7 @@ const clickhouseFor = (database: string) => loadConfig({ DATA_DIR: dataDir, CLIC
 
 async function openStorage(database = `bench_${databases++}`, options: StorageOptions = {}): Promise<Opened> {
   const clickhouse = clickhouseFor(database);
-  return { storage: await Storage.open(clickhouse, options), db: ClickHouse.connect(clickhouse) };
+  return { storage: await Storage.open(clickhouse, options), db: await ClickHouse.connect(clickhouse) };
 }
 
 function pageview(distinctId: string, i: number) {

@@ -1,4 +1,5 @@
-import { resolve } from "node:path";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
 import { type } from "arktype";
 import { LEVELS, type Level } from "./telemetry/log";
 
@@ -11,7 +12,13 @@ export type ClickHouseConfig =
       readonly password: string;
       readonly database: string;
     }
-  | { readonly kind: "embedded"; readonly dataDir: string; readonly database: string };
+  | {
+      readonly kind: "embedded";
+      readonly dataDir: string;
+      readonly database: string;
+      /** Where the compiled executable unpacks its embedded engine (unused when run from source). */
+      readonly nativeCacheDir: string;
+    };
 
 export interface Config {
   readonly host: string;
@@ -86,6 +93,7 @@ const Env = type({
   "CLICKHOUSE_PASSWORD?": "string",
   "CLICKHOUSE_DATABASE?": /^[A-Za-z_][A-Za-z0-9_]*$/,
   "DATA_DIR?": "string",
+  "CHDB_CACHE_DIR?": "string",
 });
 
 /** Every setting, its default and what it means: `--help` prints this, in this order. */
@@ -117,6 +125,11 @@ export const SETTINGS: readonly { readonly name: string; readonly default: strin
   { name: "CLICKHOUSE_PASSWORD", default: "(empty)", meaning: "server password" },
   { name: "CLICKHOUSE_DATABASE", default: DEFAULTS.database, meaning: "database for every table, created if missing" },
   { name: "DATA_DIR", default: DEFAULTS.dataDir, meaning: "embedded engine's data directory" },
+  {
+    name: "CHDB_CACHE_DIR",
+    default: "$XDG_CACHE_HOME/ingest, else ~/.cache/ingest, else <tmp>/ingest-cache",
+    meaning: "where the compiled executable unpacks its embedded engine (about 570 MB, once)",
+  },
 ];
 
 /** The configuration as it may be logged: secrets left out, api keys only counted. */
@@ -170,8 +183,20 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
           password: parsed.CLICKHOUSE_PASSWORD ?? "",
           database,
         }
-      : { kind: "embedded", dataDir: resolve(parsed.DATA_DIR ?? DEFAULTS.dataDir), database },
+      : {
+          kind: "embedded",
+          dataDir: resolve(parsed.DATA_DIR ?? DEFAULTS.dataDir),
+          database,
+          nativeCacheDir: resolve(parsed.CHDB_CACHE_DIR ?? defaultCacheDir(env)),
+        },
   };
+}
+
+/** The usual per-user cache directory, or the system's temporary directory when there is no home. */
+function defaultCacheDir(env: Record<string, string | undefined>): string {
+  if (env.XDG_CACHE_HOME) return join(env.XDG_CACHE_HOME, "ingest");
+  if (env.HOME) return join(env.HOME, ".cache", "ingest");
+  return join(tmpdir(), "ingest-cache");
 }
 
 const indent = (text: string): string =>

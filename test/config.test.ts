@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { resolve } from "node:path";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
 import { ConfigError, loadConfig } from "../src/config";
 
 describe("loadConfig", () => {
@@ -11,7 +12,20 @@ describe("loadConfig", () => {
     expect(config.maxBatchBytes).toBe(20 * 1024 * 1024);
     expect(config.allowedOrigins.size).toBe(0);
     expect(config.publicApiKeys.size).toBe(0);
-    expect(config.clickhouse).toEqual({ kind: "embedded", dataDir: resolve("./data"), database: "default" });
+    expect(config.clickhouse).toEqual({
+      kind: "embedded",
+      dataDir: resolve("./data"),
+      database: "default",
+      nativeCacheDir: join(tmpdir(), "ingest-cache"),
+    });
+  });
+
+  test("the compiled executable's engine cache: CHDB_CACHE_DIR, else the usual per-user cache", () => {
+    const cacheDir = (env: Record<string, string>) =>
+      (loadConfig(env).clickhouse as { nativeCacheDir: string }).nativeCacheDir;
+    expect(cacheDir({ CHDB_CACHE_DIR: "/srv/cache" })).toBe("/srv/cache");
+    expect(cacheDir({ XDG_CACHE_HOME: "/x", HOME: "/home/u" })).toBe("/x/ingest");
+    expect(cacheDir({ HOME: "/home/u" })).toBe("/home/u/.cache/ingest");
   });
 
   test("lists are comma-separated with spaces trimmed and empty items skipped", () => {

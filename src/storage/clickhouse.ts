@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { type ClickHouseClient, type ClickHouseClientConfigOptions, createClient } from "@clickhouse/client";
-import { createChdbConnection } from "chdb/connection";
 import type { ClickHouseConfig } from "../config";
+import { prepareEmbeddedEngine } from "./embedded-engine";
 
 /**
  * Bound parameters travel in the query's URL to a server, which refuses URLs over 1 MiB by default
@@ -40,7 +40,8 @@ export class ClickHouse {
     readonly backend: ClickHouseConfig["kind"],
   ) {}
 
-  static connect(config: ClickHouseConfig): ClickHouse {
+  /** Connects; chDB is loaded only here, in embedded mode, so a server deployment never loads the native engine. */
+  static async connect(config: ClickHouseConfig): Promise<ClickHouse> {
     if (config.kind === "server") {
       const client = createClient({ url: config.url, username: config.user, password: config.password });
       return new ClickHouse(client, config.database, "server");
@@ -49,6 +50,8 @@ export class ClickHouse {
     mkdirSync(config.dataDir, { recursive: true });
     // The client declares the Connection contract from its own bundled copy of client-common, chDB from the
     // package; they are the same shape but TypeScript tells the copies apart.
+    await prepareEmbeddedEngine(config.nativeCacheDir); // the compiled executable unpacks its engine first
+    const { createChdbConnection } = await import("chdb/connection");
     const connection = createChdbConnection({ path: config.dataDir }) as unknown as NonNullable<
       ClickHouseClientConfigOptions["connection"]
     >;

@@ -53,7 +53,7 @@ export class Storage implements EventSink {
 
   /** Connects and creates the schema if it is missing. */
   static async open(config: ClickHouseConfig, options: StorageOptions = {}): Promise<Storage> {
-    const db = ClickHouse.connect(config);
+    const db = await ClickHouse.connect(config);
     try {
       await createSchema(db, options.observer?.schemaRepaired);
     } catch (error) {

@@ -3,7 +3,7 @@
 import { loadConfig } from "../../src/config";
 import { ClickHouse } from "../../src/storage/clickhouse";
 
-const db = ClickHouse.connect(loadConfig(process.env).clickhouse);
+const db = await ClickHouse.connect(loadConfig(process.env).clickhouse);
 try {
   const sql = process.argv[2]!.replaceAll("{db}", `\`${db.database}\``);
   console.log(JSON.stringify(await db.rows(sql)));

@@ -20,7 +20,7 @@ export function uniqueDatabase(): string {
 }
 
 /** A handle of the test's own on the database the service writes to, for reading rows back and for faults. */
-export function openDb(database: string): ClickHouse {
+export function openDb(database: string): Promise<ClickHouse> {
   return ClickHouse.connect(loadConfig({ ...clickhouseEnv(), CLICKHOUSE_DATABASE: database }).clickhouse);
 }
 
@@ -47,7 +47,7 @@ export async function startService(
   });
   const storage = await Storage.open(config.clickhouse, options);
   const server = serve({ config, sink: storage });
-  const db = openDb(config.clickhouse.database);
+  const db = await openDb(config.clickhouse.database);
   return {
     url: server.url.href.replace(/\/$/, ""),
     config,

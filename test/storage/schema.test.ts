@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, spyOn, test } from "bun:test";
 import { loadConfig } from "../../src/config";
 import { SchemaError, Storage } from "../../src/storage";
+import type { ClickHouse } from "../../src/storage/clickhouse";
 import { createSchema } from "../../src/storage/schema";
 import { captured } from "../helpers/captured";
 import { count } from "../helpers/rows";
@@ -65,7 +66,7 @@ describe("schema", () => {
     const config = loadConfig({ ...clickhouseEnv(), CLICKHOUSE_DATABASE: uniqueDatabase() });
     const storage = await Storage.open(config.clickhouse);
     await storage.close();
-    const db = openDb(config.clickhouse.database);
+    const db = await openDb(config.clickhouse.database);
     try {
       expect(await count(db, "events")).toBe(0);
     } finally {
@@ -152,10 +153,10 @@ describe("sessions", () => {
 });
 
 describe("an existing database that drifted from the schema", () => {
-  async function freshDatabase(): Promise<{ config: ReturnType<typeof loadConfig>; db: ReturnType<typeof openDb> }> {
+  async function freshDatabase(): Promise<{ config: ReturnType<typeof loadConfig>; db: ClickHouse }> {
     const config = loadConfig({ ...clickhouseEnv(), CLICKHOUSE_DATABASE: uniqueDatabase() });
     await (await Storage.open(config.clickhouse)).close();
-    return { config, db: openDb(config.clickhouse.database) };
+    return { config, db: await openDb(config.clickhouse.database) };
   }
 
   test("a missing column is added back at startup, and its values are stored again", async () => {

@@ -1,0 +1,158 @@
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Subprocess } from "bun";
+import pkg from "../package.json" with { type: "json" };
+import { TABLES } from "../src/storage/schema";
+import { queryRows, ROOT } from "./helpers/process";
+import { uniqueDatabase } from "./helpers/service";
+
+// The single executable, as an operator gets it: `npm run build`, copied alone into an empty directory, run with
+// an environment that has no PATH (so no node and no bun), on the embedded engine and against a ClickHouse server.
+
+const KEY = "binary-key";
+const dirs: string[] = [];
+const tempDir = (prefix: string) => {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  dirs.push(dir);
+  return dir;
+};
+let binary: string;
+
+beforeAll(() => {
+  const build = Bun.spawnSync(["npm", "run", "build", "--silent"], { cwd: ROOT, stderr: "pipe", stdout: "pipe" });
+  if (build.exitCode !== 0) throw new Error(`npm run build failed: ${build.stderr}`);
+  console.log(`binary: ${build.stdout.toString().trim()}`);
+  binary = join(tempDir("ingest-binary-"), "ingest");
+  copyFileSync(join(ROOT, "dist", "ingest"), binary);
+}, 120_000);
+
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+interface Started {
+  readonly child: Subprocess<"ignore", "pipe", "inherit">;
+  readonly url: string;
+  readonly seconds: number;
+  readonly log: () => string;
+}
+
+/** Runs the copied binary with exactly `env` (no PATH) and waits for /health. */
+async function run(env: Record<string, string>): Promise<Started> {
+  const started = performance.now();
+  const child = Bun.spawn([binary], {
+    cwd: join(binary, ".."),
+    env: { HOST: "127.0.0.1", PORT: "0", PUBLIC_API_KEYS: KEY, ...env },
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "inherit",
+  });
+  let text = "";
+  const reader = child.stdout.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) throw new Error(`the binary exited: ${text}`);
+    text += new TextDecoder().decode(value);
+    const line = text.split("\n").find((l) => l.includes('"msg":"started"'));
+    if (!line) continue;
+    const url = (JSON.parse(line).url as string).replace(/\/$/, "");
+    while (
+      !(await fetch(`${url}/health`).then(
+        (r) => r.ok,
+        () => false,
+      ))
+    )
+      await Bun.sleep(10);
+    void (async () => {
+      for (let read = await reader.read(); !read.done; read = await reader.read())
+        text += new TextDecoder().decode(read.value);
+    })();
+    return { child, url, seconds: (performance.now() - started) / 1000, log: () => text };
+  }
+}
+
+const rssMiB = (pid: number) =>
+  Math.round(Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]) / 1024);
+
+const ingest = (url: string, event: string) =>
+  fetch(`${url}/batch/`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ api_key: KEY, batch: [{ event, distinct_id: "binary-user" }] }),
+  }).then(async (response) => ({ status: response.status, body: await response.json() }));
+
+test("--help lists every setting with its default, --version prints the version, with no PATH", () => {
+  const help = Bun.spawnSync([binary, "--help"], { env: {} });
+  expect(help.exitCode).toBe(0);
+  expect(help.stdout.toString()).toContain("CHDB_CACHE_DIR");
+  expect(help.stdout.toString()).toContain("(default: 8000)");
+  expect(Bun.spawnSync([binary, "--version"], { env: {} }).stdout.toString().trim()).toBe(pkg.version);
+});
+
+test("on the embedded engine: first start unpacks it once, later starts reuse it; ingests; SIGTERM; rows on disk", async () => {
+  const env = { DATA_DIR: tempDir("ingest-binary-data-"), CHDB_CACHE_DIR: tempDir("ingest-binary-cache-") };
+  const database = uniqueDatabase();
+  const first = await run({ ...env, CLICKHOUSE_DATABASE: database });
+  expect(await ingest(first.url, "from_binary")).toEqual({
+    status: 200,
+    body: { status: "ok", ingested: 1, dropped: 0 },
+  });
+  const firstRss = rssMiB(first.child.pid);
+  first.child.kill("SIGTERM");
+  expect(await first.child.exited).toBe(0);
+
+  const warm = await run({ ...env, CLICKHOUSE_DATABASE: database });
+  const warmRss = rssMiB(warm.child.pid);
+  warm.child.kill("SIGTERM");
+  expect(await warm.child.exited).toBe(0);
+  console.log(
+    `binary: first start ${first.seconds.toFixed(2)} s to a healthy /health (unpacking the engine), ` +
+      `warm start ${warm.seconds.toFixed(2)} s; RSS ${firstRss} MiB after a batch, ${warmRss} MiB idle`,
+  );
+  expect(readdirSync(env.CHDB_CACHE_DIR)).toHaveLength(1); // unpacked once, reused
+
+  const rows = await queryRows<{ event: string }>(
+    { ...env, CLICKHOUSE_DATABASE: database, PATH: process.env.PATH ?? "" },
+    "SELECT event FROM {db}.events",
+  );
+  expect(rows).toEqual([{ event: "from_binary" }]);
+}, 120_000);
+
+test("with CLICKHOUSE_URL: ingests through the server and never loads (or unpacks) chDB", async () => {
+  // A stand-in ClickHouse server: answers the schema check with the expected columns, lookups with no rows,
+  // and records every statement.
+  const statements: string[] = [];
+  const columns = TABLES.flatMap((table) =>
+    Object.entries(table.columns).map(([name, type]) => JSON.stringify({ table: table.name, name, type })),
+  ).join("\n");
+  const clickhouse = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(request) {
+      const url = new URL(request.url);
+      const body = await request.text();
+      const query = url.searchParams.get("query") ?? body;
+      statements.push(query.trim().split(/\s+/).slice(0, 3).join(" "));
+      const rows = query.includes("system.columns") ? columns : "";
+      return new Response(rows, {
+        headers: { "Content-Type": "application/x-ndjson", "X-ClickHouse-Format": "JSONEachRow" },
+      });
+    },
+  });
+  try {
+    const cache = tempDir("ingest-binary-unused-cache-");
+    const service = await run({ CLICKHOUSE_URL: clickhouse.url.href, CHDB_CACHE_DIR: cache });
+    expect(await ingest(service.url, "via_server")).toEqual({
+      status: 200,
+      body: { status: "ok", ingested: 1, dropped: 0 },
+    });
+    service.child.kill("SIGTERM");
+    expect(await service.child.exited).toBe(0);
+    expect(statements).toContain("INSERT INTO `default`.`events`");
+    expect(readdirSync(cache)).toEqual([]); // chDB was never loaded
+  } finally {
+    await clickhouse.stop(true);
+  }
+}, 60_000);

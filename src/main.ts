@@ -11,11 +11,20 @@ if (process.argv.includes("--version")) {
 if (process.argv.includes("--help") || process.argv.includes("-h")) {
   console.log(`ingest ${pkg.version}: PostHog-style event batches into ClickHouse.
 
-Usage: ingest [--help | --version]. Settings come from the environment:
+Usage: ingest [--help | --version | --health-check]. Settings come from the environment:
 `);
   const width = Math.max(...SETTINGS.map((s) => s.name.length));
   for (const s of SETTINGS) console.log(`  ${s.name.padEnd(width)}  ${s.meaning} (default: ${s.default})`);
   process.exit(0);
+}
+
+/** `--health-check`: asks a running service on this machine for /health (the container's HEALTHCHECK; no curl there). */
+async function healthCheck(config: Config): Promise<never> {
+  const ok = await fetch(`http://127.0.0.1:${config.port}/health`, { signal: AbortSignal.timeout(2_000) }).then(
+    (response) => response.ok,
+    () => false,
+  );
+  process.exit(ok ? 0 : 1);
 }
 
 function configOrExit(): Config {
@@ -29,6 +38,7 @@ function configOrExit(): Config {
 }
 
 const config = configOrExit();
+if (process.argv.includes("--health-check")) await healthCheck(config);
 const log = new Logger(config.logLevel);
 const metrics = new Metrics();
 const storage = await Storage.open(config.clickhouse, { observer: storageObserver(log, metrics) }).catch(

@@ -94,11 +94,19 @@ test("--help lists every setting with its default, --version prints the version,
 test("on the embedded engine: first start unpacks it once, later starts reuse it; ingests; SIGTERM; rows on disk", async () => {
   const env = { DATA_DIR: tempDir("ingest-binary-data-"), CHDB_CACHE_DIR: tempDir("ingest-binary-cache-") };
   const database = uniqueDatabase();
-  const first = await run({ ...env, CLICKHOUSE_DATABASE: database });
+  const first = await run({ ...env, CLICKHOUSE_DATABASE: database, METRICS_PORT: "0" });
   expect(await ingest(first.url, "from_binary")).toEqual({
     status: 200,
     body: { status: "ok", ingested: 1, dropped: 0 },
   });
+  // prom-client works inside the executable too
+  const metricsUrl = JSON.parse(
+    first
+      .log()
+      .split("\n")
+      .find((line) => line.includes('"msg":"started"'))!,
+  ).metrics;
+  expect(await (await fetch(metricsUrl)).text()).toContain("ingest_events_ingested_total 1");
   const firstRss = rssMiB(first.child.pid);
   first.child.kill("SIGTERM");
   expect(await first.child.exited).toBe(0);

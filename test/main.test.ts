@@ -91,6 +91,21 @@ describe("the service process", () => {
     expect(version.stdout.toString().trim()).toBe(pkg.version);
   });
 
+  test("--health-check exits 0 while a service answers on PORT, 1 when none does", async () => {
+    const env = processEnv({ PUBLIC_API_KEYS: KEY });
+    const { child, url } = await startProcess(env);
+    const check = (port: string) =>
+      Bun.spawnSync([process.execPath, "src/main.ts", "--health-check"], { cwd: ROOT, env: { ...env, PORT: port } })
+        .exitCode;
+    try {
+      expect(check(new URL(url).port)).toBe(0);
+    } finally {
+      child.kill("SIGTERM");
+    }
+    await child.exited;
+    expect(check(new URL(url).port)).toBe(1);
+  });
+
   test("a bad configuration exits non-zero with a message naming the variable", async () => {
     const child = Bun.spawn([process.execPath, "src/main.ts"], {
       cwd: ROOT,

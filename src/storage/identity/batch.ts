@@ -14,8 +14,6 @@ type Draft = { -readonly [K in keyof Person]: Person[K] };
 export class IdentityBatch {
   readonly links = new Overlay<Link>();
   readonly persons = new Overlay<Person>();
-  /** Every event's distinct ID gets its link written or refreshed (SPEC §2.5 rule 4). */
-  readonly #seen = new Set<string>();
   /** Each person this batch merged away, with the person it went into. */
   readonly #mergedInto = new Map<string, string>();
 
@@ -25,7 +23,6 @@ export class IdentityBatch {
   apply({ event, linkedId, updates, identifies }: PersonIntent): string {
     if (linkedId !== undefined) this.#link(event.distinctId, linkedId, event.timestamp);
     const person = this.#personOf(event.distinctId, event.timestamp);
-    this.#seen.add(event.distinctId);
 
     const properties = updates === undefined ? undefined : updatedProperties(person.properties, updates);
     const becomesIdentified = identifies && !person.isIdentified;
@@ -62,11 +59,15 @@ export class IdentityBatch {
     return [...this.persons.entries(["changed"])].map(([, person]) => person);
   }
 
-  /** Links to write: changed ones with their new versions, and unchanged ones refreshed at the version they have. */
+  /**
+   * Links to write: every link this batch created or changed, with its new version. Every event's distinct ID
+   * has its link (SPEC §2.5 rule 4): a link the batch did not change came from ClickHouse, or from the cache,
+   * which holds only what was written, so it is stored already with this very person and version. Writing it
+   * again would add an identical row and change no read; an earlier version re-written from a stale cache loses
+   * to the newer one anyway.
+   */
   linksToWrite(): [string, Link][] {
-    const ids = new Set([...this.links.entries(["changed"])].map(([id]) => id));
-    for (const id of this.#seen) ids.add(id);
-    return [...ids].map((id) => [id, this.links.get(id)!]);
+    return [...this.links.entries(["changed"])];
   }
 
   /** `$identify` / `$create_alias`: puts `other` on the same person as `target`, merging if need be. */

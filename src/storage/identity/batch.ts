@@ -22,6 +22,10 @@ export class IdentityBatch {
   /** Applies one event and returns the person it belongs to. */
   apply({ event, linkedId, updates, identifies }: PersonIntent): string {
     if (linkedId !== undefined) this.#link(event.distinctId, linkedId, event.timestamp);
+    // An event that changes no person needs only its person's id, which its link holds (persons are written
+    // before links, so a stored link's person is stored too): the resolver does not read that person at all.
+    const linked = this.links.get(event.distinctId);
+    if (linked !== undefined && updates === undefined && !identifies) return linked.personId;
     const person = this.#personOf(event.distinctId, event.timestamp);
 
     const properties = updates === undefined ? undefined : updatedProperties(person.properties, updates);

@@ -73,9 +73,9 @@ export class IdentityResolver {
   }
 
   /**
-   * Fills the batch with the links of every distinct ID its events name, then the persons those point to (or
-   * would get if new: a row may exist from an earlier partial write). IDs of events that change persons, and
-   * their persons, are read fresh; the rest may come from the cache.
+   * Fills the batch with the links of every distinct ID its events name, then the persons it may change or
+   * create. IDs of events that change persons, and their persons, are read fresh; the rest may come from the
+   * cache.
    */
   async #load(batch: IdentityBatch, intents: readonly PersonIntent[]): Promise<void> {
     const fresh = new Set<string>();
@@ -90,9 +90,18 @@ export class IdentityResolver {
     const links = await readThrough(batch.links, wanted, fresh, this.#links, (ids) => loadLinks(this.db, ids));
     this.observeCache("links", links.hits, links.misses);
 
-    const personOf = (id: string) => batch.links.get(id)?.personId ?? personIdFor(id);
-    const persons = new Set([...wanted].map(personOf));
-    const freshPersons = new Set([...fresh].map(personOf));
+    // Persons are read for the events that change them (fresh), and for new IDs (whose deterministic person
+    // may exist from an earlier partial write). An event that changes nothing only needs its link.
+    const persons = new Set<string>();
+    const freshPersons = new Set<string>();
+    for (const id of wanted) {
+      const personId = batch.links.get(id)?.personId;
+      if (personId === undefined) persons.add(personIdFor(id));
+      if (fresh.has(id)) {
+        persons.add(personId ?? personIdFor(id));
+        freshPersons.add(personId ?? personIdFor(id));
+      }
+    }
     const loaded = await readThrough(batch.persons, persons, freshPersons, this.#persons, (ids) =>
       loadPersons(this.db, ids),
     );

@@ -33,6 +33,8 @@ export interface Config {
   readonly requestTimeoutMs: number;
   /** After SIGTERM, how long requests in flight may take before their connections are closed. */
   readonly shutdownTimeoutMs: number;
+  /** Most events waiting to be written; past it, requests get 503 with Retry-After. */
+  readonly maxQueuedEvents: number;
   readonly clickhouse: ClickHouseConfig;
   readonly logLevel: Level;
   /** Where Prometheus metrics are served (`GET /metrics`); undefined: not served. */
@@ -50,6 +52,7 @@ export const DEFAULTS = {
   maxBatchBytes: 20 * 1024 * 1024,
   requestTimeoutMs: 30_000,
   shutdownTimeoutMs: 10_000,
+  maxQueuedEvents: 100_000,
   logLevel: "info",
   database: "default",
   dataDir: "./data",
@@ -84,6 +87,7 @@ const Env = type({
   "MAX_BATCH_BYTES?": type("string.integer.parse").to(`0 < number.integer <= ${MAX_BATCH_BYTES_CEILING}`),
   "REQUEST_TIMEOUT_MS?": type("string.integer.parse").to("number.integer > 0"),
   "SHUTDOWN_TIMEOUT_MS?": type("string.integer.parse").to("number.integer >= 0"),
+  "MAX_QUEUED_EVENTS?": type("string.integer.parse").to("number.integer > 0"),
   "LOG_LEVEL?": type.enumerated(...LEVELS),
   "METRICS_PORT?": type("string.integer.parse").to("0 <= number.integer <= 65535"),
   "CLICKHOUSE_URL?": type("string.url").narrow(
@@ -117,6 +121,11 @@ export const SETTINGS: readonly { readonly name: string; readonly default: strin
     name: "SHUTDOWN_TIMEOUT_MS",
     default: String(DEFAULTS.shutdownTimeoutMs),
     meaning: "after SIGTERM, time before open connections are closed",
+  },
+  {
+    name: "MAX_QUEUED_EVENTS",
+    default: String(DEFAULTS.maxQueuedEvents),
+    meaning: "most events waiting to be written; past it 503 with Retry-After",
   },
   { name: "LOG_LEVEL", default: DEFAULTS.logLevel, meaning: `${LEVELS.join(", ")}: JSON lines on stdout` },
   { name: "METRICS_PORT", default: "(off)", meaning: "serve Prometheus metrics at GET /metrics on this port" },
@@ -173,6 +182,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     maxBatchBytes: parsed.MAX_BATCH_BYTES ?? DEFAULTS.maxBatchBytes,
     requestTimeoutMs: parsed.REQUEST_TIMEOUT_MS ?? DEFAULTS.requestTimeoutMs,
     shutdownTimeoutMs: parsed.SHUTDOWN_TIMEOUT_MS ?? DEFAULTS.shutdownTimeoutMs,
+    maxQueuedEvents: parsed.MAX_QUEUED_EVENTS ?? DEFAULTS.maxQueuedEvents,
     logLevel: parsed.LOG_LEVEL ?? DEFAULTS.logLevel,
     metricsPort: parsed.METRICS_PORT,
     clickhouse: parsed.CLICKHOUSE_URL

@@ -41,13 +41,14 @@ const config = configOrExit();
 if (process.argv.includes("--health-check")) await healthCheck(config);
 const log = new Logger(config.logLevel);
 const metrics = new Metrics();
-const storage = await Storage.open(config.clickhouse, { observer: storageObserver(log, metrics) }).catch(
-  (error: unknown) => {
-    if (error instanceof SchemaError) log.error(error.message);
-    else log.error("cannot open ClickHouse", { cause: describeError(error) });
-    process.exit(1);
-  },
-);
+const storage = await Storage.open(config.clickhouse, {
+  observer: storageObserver(log, metrics),
+  maxQueuedEvents: config.maxQueuedEvents,
+}).catch((error: unknown) => {
+  if (error instanceof SchemaError) log.error(error.message);
+  else log.error("cannot open ClickHouse", { cause: describeError(error) });
+  process.exit(1);
+});
 const server = serve({ config, sink: storage, observer: requestObserver(log, metrics) });
 const metricsServer =
   config.metricsPort === undefined

@@ -12,6 +12,8 @@ export interface StorageOptions {
   readonly identity?: IdentityOptions;
   /** Most events one flush writes; concurrent requests are coalesced up to this. */
   readonly maxFlushEvents?: number;
+  /** Most events waiting for a flush; past it `ingest` refuses with a retryable 503 (a batch is always taken when none wait). */
+  readonly maxQueuedEvents?: number;
   readonly observer?: StorageObserver;
 }
 
@@ -35,11 +37,13 @@ export class Storage implements EventSink {
   readonly #identity: IdentityResolver;
   readonly #commits: GroupCommit<CapturedEvent>;
   readonly #observer: StorageObserver | undefined;
+  readonly #maxQueuedEvents: number;
   #closed = false;
 
   private constructor(db: ClickHouse, options: StorageOptions) {
     this.#db = db;
     this.#observer = options.observer;
+    this.#maxQueuedEvents = options.maxQueuedEvents ?? Number.POSITIVE_INFINITY;
     this.#identity = new IdentityResolver(
       db,
       options.identity ?? DEFAULT_IDENTITY_OPTIONS,
@@ -67,6 +71,11 @@ export class Storage implements EventSink {
   ingest(events: readonly CapturedEvent[]): Promise<void> {
     if (this.#closed) return Promise.reject(fail.unavailable("The service is shutting down; retry shortly", 5));
     if (events.length === 0) return Promise.resolve();
+    const queued = this.#commits.queuedItems;
+    if (queued > 0 && queued + events.length > this.#maxQueuedEvents) {
+      // Memory stays bounded however many requests wait; SDKs retry a 503 after the pause it names.
+      return Promise.reject(fail.unavailable("The service is busy; retry shortly", 1));
+    }
     return this.#commits.submit(events);
   }
 

@@ -59,3 +59,31 @@ test("once closing, the storage refuses new events with a retryable 503, and wha
   await closed;
   expect(await count(service.db, "events", "event = 'before_close'")).toBe(1);
 });
+
+test("past maxQueuedEvents new events are refused with a retryable 503; a batch is taken whenever none wait", async () => {
+  const config = loadConfig({ ...clickhouseEnv(), CLICKHOUSE_DATABASE: service.config.clickhouse.database });
+  const storage = await Storage.open(config.clickhouse, { maxQueuedEvents: 1_000 });
+  const batch = async (name: string, size: number) =>
+    (await captured(Array.from({ length: size }, (_, i) => ({ event: name, distinct_id: `queue-${i}` })))).events;
+  const [a, b, c, big] = await Promise.all([
+    batch("queued_a", 800),
+    batch("queued_b", 800),
+    batch("queued_c", 800),
+    batch("queued_big", 5_000),
+  ]);
+  const first = storage.ingest(a); // taken by a flush at once
+  const second = storage.ingest(b); // waits: 800 queued
+  const refused = await storage.ingest(c).catch((error: unknown) => error); // 1,600 would wait: over 1,000
+  expect(refused).toMatchObject({ code: "unavailable", status: 503, headers: { "Retry-After": "1" } });
+  await Promise.all([first, second]);
+  await storage.ingest(big); // nothing waits: taken, however large
+  await storage.close();
+  const stored = await service.db.rows<{ event: string; n: string | number }>(
+    `SELECT event, count() AS n FROM ${service.db.table("events")} WHERE event LIKE 'queued_%' GROUP BY event ORDER BY event`,
+  );
+  expect(stored.map((row) => [row.event, Number(row.n)])).toEqual([
+    ["queued_a", 800],
+    ["queued_b", 800],
+    ["queued_big", 5_000],
+  ]);
+});

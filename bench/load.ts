@@ -13,6 +13,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { random } from "../test/helpers/identity-model"; // the seeded PRNG: every run sends the same batches
 
 const ROOT = join(import.meta.dir, "..");
 const MODE = (process.argv[2] ?? "http") as "http" | "mix" | "new";
@@ -33,19 +34,6 @@ function ensureWrk(): void {
     console.error("bench: wrk is missing; install it with `apt-get install wrk` (Debian) and run again.");
     process.exit(1);
   }
-}
-
-/** A seeded PRNG (mulberry32), so every run sends the same batches. */
-function random(seed: number) {
-  let state = seed >>> 0;
-  const next = () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  return { next, int: (below: number) => Math.floor(next() * below) };
 }
 
 let newIds = 0;

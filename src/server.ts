@@ -60,8 +60,9 @@ interface Outcome {
 
 /** Routes by hand, and is the one place a failure becomes a response; responses to an allowed origin are shared. */
 export async function handle(request: Request, app: App): Promise<Response> {
-  const path = URL.parse(request.url, BASE_URL)?.pathname ?? "";
-  const outcome = await route(request, path, app);
+  const url = URL.parse(request.url, BASE_URL);
+  const path = url?.pathname ?? "";
+  const outcome = await route(request, url, app);
   const origin = allowedOrigin(request, app.config);
   const response = origin === undefined ? outcome.response : shareWith(outcome.response, origin);
   const declared = request.headers.get("content-length");
@@ -79,10 +80,10 @@ export async function handle(request: Request, app: App): Promise<Response> {
   return response;
 }
 
-async function route(request: Request, path: string, app: App): Promise<Outcome> {
+async function route(request: Request, url: URL | null, app: App): Promise<Outcome> {
+  const path = url?.pathname;
   const routeName: Route = path === "/batch" || path === "/batch/" ? "batch" : path === "/health" ? "health" : "other";
   try {
-    const url = URL.parse(request.url, BASE_URL);
     if (url === null) throw fail.badRequest();
     switch (routeName) {
       case "batch": {

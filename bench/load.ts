@@ -14,6 +14,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { random } from "../test/helpers/identity-model"; // the seeded PRNG: every run sends the same batches
+import { rssMiB, startProcess } from "../test/helpers/process";
 
 const ROOT = join(import.meta.dir, "..");
 const MODE = (process.argv[2] ?? "http") as "http" | "mix" | "new";
@@ -98,34 +99,6 @@ function writeBodies(path: string, count: number): number {
   return bytes / (count * EVENTS_PER_BATCH);
 }
 
-const rssMiB = (pid: number) =>
-  Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? Number.NaN) / 1024;
-
-async function startService(dataDir: string) {
-  const child = Bun.spawn([process.execPath, "src/main.ts"], {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH ?? "",
-      HOST: "127.0.0.1",
-      PORT: "0",
-      DATA_DIR: dataDir,
-      PUBLIC_API_KEYS: KEY,
-      LOG_LEVEL: "info",
-    },
-    stdout: "pipe",
-    stderr: "inherit",
-  });
-  const reader = child.stdout.getReader();
-  let text = "";
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) throw new Error(`service exited: ${text}`);
-    text += new TextDecoder().decode(value);
-    const line = text.split("\n").find((l) => l.includes('"msg":"started"'));
-    if (line) return { child, url: (JSON.parse(line).url as string).replace(/\/$/, "") };
-  }
-}
-
 interface WrkResult {
   requests: number;
   seconds: number;
@@ -154,11 +127,17 @@ try {
   const bodiesFile = join(work, "bodies.jsonl");
   const bodyCount = MODE === "new" ? Math.min(6000, Math.ceil((30_000 * SECONDS) / EVENTS_PER_BATCH)) : 1000;
   const bytesPerEvent = writeBodies(bodiesFile, bodyCount);
-  const service = await startService(join(work, "service"));
+  const service = await startProcess({
+    PATH: process.env.PATH ?? "",
+    HOST: "127.0.0.1",
+    PORT: "0",
+    DATA_DIR: join(work, "service"),
+    PUBLIC_API_KEYS: KEY,
+  });
   const pid = service.child.pid;
   // warm up (schema, JIT, first parts), then the idle baseline
-  for (let i = 0; i < 5; i++) {
-    const body = readFileSync(bodiesFile, "utf8").split("\n")[i]!;
+  const warmUp = readFileSync(bodiesFile, "utf8").split("\n", 5);
+  for (const body of warmUp) {
     await fetch(`${service.url}/batch/`, { method: "POST", headers: { "content-type": "application/json" }, body });
   }
   await Bun.sleep(1000);

@@ -1,11 +1,10 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Subprocess } from "bun";
 import pkg from "../package.json" with { type: "json" };
 import { TABLES } from "../src/storage/schema";
-import { queryRows, ROOT } from "./helpers/process";
+import { queryRows, ROOT, rssMiB, startProcess } from "./helpers/process";
 import { uniqueDatabase } from "./helpers/service";
 
 // The single executable, as an operator gets it: `npm run build`, copied alone into an empty directory, run with
@@ -32,49 +31,17 @@ afterAll(() => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
-interface Started {
-  readonly child: Subprocess<"ignore", "pipe", "inherit">;
-  readonly url: string;
-  readonly seconds: number;
-  readonly log: () => string;
-}
-
-/** Runs the copied binary with exactly `env` (no PATH) and waits for /health. */
-async function run(env: Record<string, string>): Promise<Started> {
+/** Runs the copied binary with exactly `env` (no PATH), from its own directory; times it to a healthy /health. */
+async function run(env: Record<string, string>) {
   const started = performance.now();
-  const child = Bun.spawn([binary], {
-    cwd: join(binary, ".."),
-    env: { HOST: "127.0.0.1", PORT: "0", PUBLIC_API_KEYS: KEY, ...env },
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "inherit",
-  });
-  let text = "";
-  const reader = child.stdout.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) throw new Error(`the binary exited: ${text}`);
-    text += new TextDecoder().decode(value);
-    const line = text.split("\n").find((l) => l.includes('"msg":"started"'));
-    if (!line) continue;
-    const url = (JSON.parse(line).url as string).replace(/\/$/, "");
-    while (
-      !(await fetch(`${url}/health`).then(
-        (r) => r.ok,
-        () => false,
-      ))
-    )
-      await Bun.sleep(10);
-    void (async () => {
-      for (let read = await reader.read(); !read.done; read = await reader.read())
-        text += new TextDecoder().decode(read.value);
-    })();
-    return { child, url, seconds: (performance.now() - started) / 1000, log: () => text };
-  }
+  const service = await startProcess(
+    { HOST: "127.0.0.1", PORT: "0", PUBLIC_API_KEYS: KEY, ...env },
+    [binary],
+    join(binary, ".."),
+  );
+  expect((await fetch(`${service.url}/health`)).ok).toBe(true);
+  return { ...service, seconds: (performance.now() - started) / 1000 };
 }
-
-const rssMiB = (pid: number) =>
-  Math.round(Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]) / 1024);
 
 const ingest = (url: string, event: string) =>
   fetch(`${url}/batch/`, {
@@ -102,17 +69,17 @@ test("on the embedded engine: first start unpacks it once, later starts reuse it
   // prom-client works inside the executable too
   const metricsUrl = JSON.parse(
     first
-      .log()
+      .output()
       .split("\n")
       .find((line) => line.includes('"msg":"started"'))!,
   ).metrics;
   expect(await (await fetch(metricsUrl)).text()).toContain("ingest_events_ingested_total 1");
-  const firstRss = rssMiB(first.child.pid);
+  const firstRss = Math.round(rssMiB(first.child.pid));
   first.child.kill("SIGTERM");
   expect(await first.child.exited).toBe(0);
 
   const warm = await run({ ...env, CLICKHOUSE_DATABASE: database });
-  const warmRss = rssMiB(warm.child.pid);
+  const warmRss = Math.round(rssMiB(warm.child.pid));
   warm.child.kill("SIGTERM");
   expect(await warm.child.exited).toBe(0);
   console.log(

@@ -1,7 +1,6 @@
 import { expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
 import { FUZZ_KEY, FUZZ_ORIGIN, type FuzzCase, fuzzCase, PIPELINED } from "./helpers/fuzz";
-import { processEnv, queryRows, startProcess } from "./helpers/process";
+import { processEnv, queryRows, rssMiB, startProcess } from "./helpers/process";
 import { parseResponses, rawExchange } from "./helpers/raw-http";
 
 // Bounded by count and time so it fits .ci/run; a longer run: FUZZ_CASES=50000 FUZZ_SECONDS=1800 bun test test/fuzz.test.ts
@@ -16,7 +15,7 @@ const MAX_BATCH_BYTES = 1024 * 1024;
  * RSS may grow by this much over the run (engine caches, JIT, the allocator keeping freed pages): measured here
  * +300 MiB after 3,000 cases and +215 MiB after 9,000, so it levels off; a leak of request bodies passes it fast.
  */
-const RSS_GROWTH_LIMIT = 400 * 1024 * 1024;
+const RSS_GROWTH_LIMIT_MIB = 400;
 
 /** The statuses the README documents for requests that are not refused by the HTTP parser itself. */
 const DOCUMENTED = new Set([200, 204, 400, 401, 403, 404, 405, 408, 413, 415]);
@@ -67,9 +66,6 @@ function judge(c: FuzzCase, answer: Answer): { problem?: string; ingested: numbe
   return ok ? { ingested: 0 } : { problem: `bad error object ${answer.body.slice(0, 200)}`, ingested: 0 };
 }
 
-const rssOf = (pid: number) =>
-  Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? Number.NaN) * 1024;
-
 test(`fuzz: hostile requests never get a 5xx or a non-JSON answer, and only acknowledged events are stored (seed ${SEED})`, async () => {
   const env = processEnv({
     PUBLIC_API_KEYS: FUZZ_KEY,
@@ -104,7 +100,7 @@ test(`fuzz: hostile requests never get a 5xx or a non-JSON answer, and only ackn
 
   // warm up before the memory baseline: the engine's first writes allocate its caches
   for (let i = 0; i < 20; i++) await run(SEED + 1, i);
-  const rssBefore = rssOf(service.child.pid);
+  const rssBefore = rssMiB(service.child.pid);
 
   const indexes = ONLY === undefined ? Array.from({ length: CASES }, (_, i) => i) : [ONLY];
   const deadline = performance.now() + SECONDS * 1000;
@@ -118,11 +114,11 @@ test(`fuzz: hostile requests never get a 5xx or a non-JSON answer, and only ackn
   await Promise.all(Array.from({ length: CONCURRENCY }, worker));
 
   await Bun.sleep(1000);
-  const rssAfter = rssOf(service.child.pid);
+  const rssAfter = rssMiB(service.child.pid);
   const health = await fetch(`${service.url}/health`).then((r) => r.json());
   console.log(
     `fuzz seed ${SEED}: ${ran} cases, answers by status ${JSON.stringify(byStatus)}, ${ingested} events acknowledged, ` +
-      `RSS ${(rssBefore / 2 ** 20).toFixed(0)} → ${(rssAfter / 2 ** 20).toFixed(0)} MiB`,
+      `RSS ${rssBefore.toFixed(0)} → ${rssAfter.toFixed(0)} MiB`,
   );
   if (problems.length > 0) {
     console.log(`fuzz problems (replay: FUZZ_SEED=${SEED} FUZZ_CASE=<index> bun test test/fuzz.test.ts):`);
@@ -133,7 +129,7 @@ test(`fuzz: hostile requests never get a 5xx or a non-JSON answer, and only ackn
 
   expect(problems).toEqual([]);
   expect(health).toEqual({ ok: true });
-  expect(rssAfter - rssBefore).toBeLessThan(RSS_GROWTH_LIMIT);
+  expect(rssAfter - rssBefore).toBeLessThan(RSS_GROWTH_LIMIT_MIB);
   const [stored] = await queryRows<Record<string, string | number>>(
     env,
     `SELECT

@@ -63,11 +63,11 @@ async function readBody(request: Request, { maxBytes, timeoutMs }: BodyLimits): 
   const chunks: Uint8Array[] = [];
   let size = 0;
   try {
-    for (let read = await Promise.race([reader.read(), deadline.promise]); !read.done; ) {
+    const next = () => Promise.race([reader.read(), deadline.promise]);
+    for (let read = await next(); !read.done; read = await next()) {
       size += read.value.byteLength;
       if (size > maxBytes) throw fail.bodyTooLarge(maxBytes);
       chunks.push(read.value);
-      read = await Promise.race([reader.read(), deadline.promise]);
     }
   } catch (error) {
     reader.cancel().catch(() => {});

@@ -1,4 +1,4 @@
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
@@ -40,9 +40,16 @@ export interface RunningService {
   output(): string;
 }
 
-/** Starts `command` (default: the service from source) and waits for its "started" log line. */
-export async function startProcess(env: Record<string, string>, command = [process.execPath, "src/main.ts"]) {
-  const child = Bun.spawn(command, { cwd: ROOT, env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+/**
+ * Starts `command` (default: the service from source) with exactly `env`, in `cwd`, and waits for its "started"
+ * log line.
+ */
+export async function startProcess(
+  env: Record<string, string>,
+  command = [process.execPath, "src/main.ts"],
+  cwd = ROOT,
+) {
+  const child = Bun.spawn(command, { cwd, env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
   let text = "";
   const reader = child.stdout.getReader();
   const decoder = new TextDecoder();
@@ -76,6 +83,11 @@ export async function queryRows<Row>(env: Record<string, string>, sql: string): 
   ]);
   if (code !== 0) throw new Error(`read-rows failed (${code}): ${err}`);
   return JSON.parse(out) as Row[];
+}
+
+/** A process's resident memory in MiB, from /proc. */
+export function rssMiB(pid: number): number {
+  return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? Number.NaN) / 1024;
 }
 
 /** Whether anything still answers at `url`. */

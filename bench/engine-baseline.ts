@@ -1,6 +1,7 @@
 // The engine's own insert rate for the rows a batch file becomes: events converted exactly as the service
-// converts them, inserted 10,000 rows at a time through @clickhouse/client into a fresh embedded engine.
-// Run as its own process by bench/load.ts (chDB binds one data directory per process). Prints rows/s as JSON.
+// converts them, inserted `rowsPerInsert` rows at a time through @clickhouse/client into a fresh embedded engine,
+// with its resident memory sampled while it inserts. Run as its own process by bench/load.ts (chDB binds one data
+// directory per process). Prints rows/s and RSS (MiB) as JSON.
 import { normalize } from "../src/capture/normalize";
 import { timestampOf } from "../src/capture/timestamp";
 import { acceptEvents } from "../src/capture/validate";
@@ -8,8 +9,10 @@ import { loadConfig } from "../src/config";
 import { ClickHouse } from "../src/storage/clickhouse";
 import { personIdFor } from "../src/storage/identity";
 import { createSchema, eventRow } from "../src/storage/schema";
+import { rssMiB } from "../test/helpers/process";
 
-const [bodiesFile, dataDir, total] = [process.argv[2]!, process.argv[3]!, Number(process.argv[4])];
+const [bodiesFile, dataDir] = [process.argv[2]!, process.argv[3]!];
+const [total, rowsPerInsert] = [Number(process.argv[4]), Number(process.argv[5] ?? 10_000)];
 const lines = (await Bun.file(bodiesFile).text()).split("\n").filter((line) => line !== "");
 const receivedAt = timestampOf(new Date());
 const rows = [];
@@ -22,9 +25,16 @@ for (let i = 0; rows.length < total; i++) {
 }
 const db = await ClickHouse.connect(loadConfig({ DATA_DIR: dataDir, CLICKHOUSE_DATABASE: "baseline" }).clickhouse);
 await createSchema(db);
-await db.insert("events", rows.slice(0, 10_000)); // warm up
+await db.insert("events", rows.slice(0, rowsPerInsert)); // warm up
+Bun.gc(true);
+const idleRss = rssMiB(process.pid);
+let peakRss = idleRss;
+const sampler = setInterval(() => {
+  peakRss = Math.max(peakRss, rssMiB(process.pid));
+}, 100);
 const started = performance.now();
-for (let i = 0; i < rows.length; i += 10_000) await db.insert("events", rows.slice(i, i + 10_000));
+for (let i = 0; i < rows.length; i += rowsPerInsert) await db.insert("events", rows.slice(i, i + rowsPerInsert));
 const seconds = (performance.now() - started) / 1000;
+clearInterval(sampler);
 await db.close();
-console.log(JSON.stringify({ rows: rows.length, seconds, rate: rows.length / seconds }));
+console.log(JSON.stringify({ rows: rows.length, seconds, rate: rows.length / seconds, idleRss, peakRss }));

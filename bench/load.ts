@@ -1,27 +1,31 @@
 /**
- * `npm run bench [http|mix|new]`: the service as its own process on a fresh data directory, driven by wrk (a
- * separate load generator) with posthog-node-shaped batches of 100 events, against the engine's own insert
- * rate for the same rows, measured in the same run. Never part of .ci/run.
+ * `npm run bench [http|mix|new|persons]`: the service as its own process on a fresh data directory, driven by
+ * wrk (a separate load generator) with posthog-node-shaped batches of 100 events, against the engine's own
+ * insert rate for the same rows, measured in the same run. Never part of .ci/run.
  *
- *   http  distinct IDs from 10,000 people, 2% $identify with $anon_distinct_id, $set and $set_once
- *   mix   identity-heavy: 20% $identify / $create_alias / $set events
- *   new   every event from a distinct ID never seen before (a busy public site)
+ *   http     distinct IDs from 10,000 people, 2% $identify with $anon_distinct_id, $set and $set_once
+ *   mix      identity-heavy: 20% $identify / $create_alias / $set events
+ *   new      every event from a distinct ID never seen before (a busy public site)
+ *   persons  the http load over 10,000 and over 1,000,000 known persons (seeded through the service first),
+ *            each measured cold (just restarted) and warm (right after)
  *
- * BENCH_SECONDS (30) and BENCH_CONNECTIONS (16) set the load. wrk comes from Debian (`apt-get install wrk`);
- * this script installs it when it can (as root), else says what is missing.
+ * BENCH_SECONDS (30) and BENCH_CONNECTIONS (16) set the load; BENCH_PEOPLE (1,000,000) the large population of
+ * `persons`. BENCH_PROFILE=<dir> writes the service's CPU profile there (Bun's --cpu-prof-md). The CPU the
+ * service spent is printed per kind of thread: the JavaScript thread against the engine's own threads.
+ * wrk comes from Debian (`apt-get install wrk`); this script installs it when it can (as root), else says so.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { random } from "../test/helpers/identity-model"; // the seeded PRNG: every run sends the same batches
-import { rssMiB, startProcess } from "../test/helpers/process";
+import { type RunningService, rssMiB, startProcess } from "../test/helpers/process";
 
 const ROOT = join(import.meta.dir, "..");
-const MODE = (process.argv[2] ?? "http") as "http" | "mix" | "new";
+const MODE = (process.argv[2] ?? "http") as "http" | "mix" | "new" | "persons";
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 30);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
+const LARGE_POPULATION = Number(process.env.BENCH_PEOPLE ?? 1_000_000);
 const EVENTS_PER_BATCH = 100;
-const PEOPLE = 10_000;
 const KEY = "bench-key";
 /** Rows the engine baseline inserts: fixed, so that runs compare. */
 const BASELINE_ROWS = 300_000;
@@ -37,12 +41,19 @@ function ensureWrk(): void {
   }
 }
 
+type Shape = "known" | "mix" | "new";
+
+interface Population {
+  readonly shape: Shape;
+  readonly people: number;
+}
+
 let newIds = 0;
 
-/** One event as posthog-node sends it (~400 bytes). */
-function event(rng: ReturnType<typeof random>, at: number): Record<string, unknown> {
-  const person = rng.int(PEOPLE);
-  const distinctId = MODE === "new" ? `visitor-${process.pid}-${newIds++}` : `user-${person}`;
+/** One event as posthog-node sends it (~470 bytes). */
+function event(rng: ReturnType<typeof random>, at: number, { shape, people }: Population): Record<string, unknown> {
+  const person = rng.int(people);
+  const distinctId = shape === "new" ? `visitor-${process.pid}-${newIds++}` : `user-${person}`;
   const properties: Record<string, unknown> = {
     $session_id: `session-${person}-${Math.floor(at / 1800_000)}`,
     $window_id: `window-${person % 97}`,
@@ -55,9 +66,9 @@ function event(rng: ReturnType<typeof random>, at: number): Record<string, unkno
     experiment: rng.next() < 0.5 ? "control" : "test",
   };
   let name = rng.next() < 0.6 ? "$pageview" : "clicked";
-  const identityShare = MODE === "mix" ? 0.2 : 0.02;
-  if (MODE !== "new" && rng.next() < identityShare) {
-    const kind = MODE === "mix" ? rng.int(3) : 0;
+  const identityShare = shape === "mix" ? 0.2 : 0.02;
+  if (shape !== "new" && rng.next() < identityShare) {
+    const kind = shape === "mix" ? rng.int(3) : 0;
     if (kind === 0) {
       name = "$identify";
       properties.$anon_distinct_id = `anon-${person}-${rng.int(3)}`;
@@ -82,32 +93,127 @@ function event(rng: ReturnType<typeof random>, at: number): Record<string, unkno
   };
 }
 
-function writeBodies(path: string, count: number): number {
+const START = Date.UTC(2026, 10, 1);
+
+function body(batch: readonly object[]): string {
+  return JSON.stringify({ api_key: KEY, batch, sent_at: new Date(START).toISOString() });
+}
+
+/** Writes `count` request bodies, one a line; returns the mean bytes per event. */
+function writeBodies(path: string, count: number, population: Population): number {
   const rng = random(20261122);
-  const start = Date.UTC(2026, 10, 1);
   const lines: string[] = [];
-  let bytes = 0;
   for (let b = 0; b < count; b++) {
-    const batch = Array.from({ length: EVENTS_PER_BATCH }, (_, i) =>
-      event(rng, start + (b * EVENTS_PER_BATCH + i) * 100),
-    );
-    const line = JSON.stringify({ api_key: KEY, batch, sent_at: new Date(start).toISOString() });
-    bytes += line.length;
-    lines.push(line);
+    const at = (i: number) => START + (b * EVENTS_PER_BATCH + i) * 100;
+    lines.push(body(Array.from({ length: EVENTS_PER_BATCH }, (_, i) => event(rng, at(i), population))));
   }
   writeFileSync(path, `${lines.join("\n")}\n`);
-  return bytes / (count * EVENTS_PER_BATCH);
+  return lines.reduce((sum, line) => sum + line.length, 0) / (count * EVENTS_PER_BATCH);
 }
 
-interface WrkResult {
-  requests: number;
-  seconds: number;
-  non2xx: number;
-  socketErrors: string;
-  latency: Record<string, string>;
+/** Makes `people` persons known: one `$pageview` from each of `user-0` … through the service, 16 at a time. */
+async function seed(url: string, people: number): Promise<number> {
+  const started = performance.now();
+  let next = 0;
+  const worker = async () => {
+    for (let first = next; first < people; first = next) {
+      next += EVENTS_PER_BATCH;
+      const batch = Array.from({ length: Math.min(EVENTS_PER_BATCH, people - first) }, (_, i) => ({
+        uuid: Bun.randomUUIDv7(),
+        event: "$pageview",
+        distinct_id: `user-${first + i}`,
+        timestamp: new Date(START).toISOString(),
+        properties: { $current_url: "https://app.example.com/", $lib: "posthog-node" },
+      }));
+      for (;;) {
+        const response = await fetch(`${url}/batch/`, { method: "POST", body: body(batch) });
+        await response.arrayBuffer();
+        if (response.ok) break;
+        if (response.status !== 503) throw new Error(`seeding: ${response.status}`);
+        await Bun.sleep(1000);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: 16 }, worker));
+  return people / ((performance.now() - started) / 1000);
 }
 
-function parseWrk(output: string): WrkResult {
+/** CPU seconds each kind of thread of `pid` has used so far, by thread name with digits dropped. */
+function threadCpu(pid: number): Map<string, number> {
+  const ticks = new Map<string, number>();
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/task/${task}/stat`, "utf8");
+    } catch {
+      continue; // the thread ended
+    }
+    const name = task === String(pid) ? "javascript" : stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const kind = name.replace(/[\d_-]+$/, "").trim();
+    ticks.set(kind, (ticks.get(kind) ?? 0) + (Number(fields[11]) + Number(fields[12])) / 100);
+  }
+  return ticks;
+}
+
+function cpuSpent(before: Map<string, number>, after: Map<string, number>): string {
+  const spent = [...after].map(([kind, seconds]) => [kind, seconds - (before.get(kind) ?? 0)] as const);
+  const top = spent.filter(([, seconds]) => seconds >= 0.05).sort((a, b) => b[1] - a[1]);
+  const total = spent.reduce((sum, [, seconds]) => sum + seconds, 0);
+  return `${total.toFixed(1)} s: ${top.map(([kind, seconds]) => `${kind} ${seconds.toFixed(1)}`).join(", ")}`;
+}
+
+interface Service extends RunningService {
+  readonly metricsUrl: string;
+}
+
+async function startService(dataDir: string): Promise<Service> {
+  const profile = process.env.BENCH_PROFILE;
+  const service = await startProcess(
+    {
+      PATH: process.env.PATH ?? "",
+      HOST: "127.0.0.1",
+      PORT: "0",
+      METRICS_PORT: "0",
+      DATA_DIR: dataDir,
+      PUBLIC_API_KEYS: KEY,
+    },
+    [process.execPath, ...(profile ? ["--cpu-prof-md", `--cpu-prof-dir=${profile}`] : []), "src/main.ts"],
+  );
+  const started = service
+    .output()
+    .split("\n")
+    .map((line) => (line.startsWith("{") ? (JSON.parse(line) as { msg?: string; metrics?: string }) : {}))
+    .find((entry) => entry.msg === "started");
+  return { ...service, metricsUrl: started?.metrics ?? "" };
+}
+
+async function stop(service: Service): Promise<void> {
+  service.child.kill("SIGTERM");
+  await service.child.exited;
+}
+
+/** Sum and count of a Prometheus histogram, from the service's metrics. */
+async function histogram(service: Service, name: string): Promise<{ sum: number; count: number }> {
+  const text = await (await fetch(service.metricsUrl)).text();
+  const value = (suffix: string) => Number(new RegExp(`^${name}_${suffix}(?:\\{\\})? (\\S+)$`, "m").exec(text)?.[1]);
+  return { sum: value("sum"), count: value("count") };
+}
+
+interface LoadResult {
+  readonly rate: number;
+  readonly acknowledged: number;
+  readonly non2xx: number;
+  readonly socketErrors: string;
+  readonly latency: Record<string, string>;
+  readonly idleRss: number;
+  readonly peakRss: number;
+  readonly cpu: string;
+  /** Mean events per flush during the load. */
+  readonly flushEvents: number;
+}
+
+function parseWrk(output: string) {
   const completed = /(\d+) requests in ([\d.]+)(ms|s|m)/.exec(output);
   const unit = completed?.[3] === "ms" ? 0.001 : completed?.[3] === "m" ? 60 : 1;
   const latency: Record<string, string> = {};
@@ -121,24 +227,11 @@ function parseWrk(output: string): WrkResult {
   };
 }
 
-ensureWrk();
-const work = mkdtempSync(join(tmpdir(), "ingest-bench-"));
-try {
-  const bodiesFile = join(work, "bodies.jsonl");
-  const bodyCount = MODE === "new" ? Math.min(6000, Math.ceil((30_000 * SECONDS) / EVENTS_PER_BATCH)) : 1000;
-  const bytesPerEvent = writeBodies(bodiesFile, bodyCount);
-  const service = await startProcess({
-    PATH: process.env.PATH ?? "",
-    HOST: "127.0.0.1",
-    PORT: "0",
-    DATA_DIR: join(work, "service"),
-    PUBLIC_API_KEYS: KEY,
-  });
+/** Warms the service up (JIT, first parts), then drives it with wrk for SECONDS while sampling its RSS and CPU. */
+async function drive(service: Service, bodiesFile: string): Promise<LoadResult> {
   const pid = service.child.pid;
-  // warm up (schema, JIT, first parts), then the idle baseline
-  const warmUp = readFileSync(bodiesFile, "utf8").split("\n", 5);
-  for (const body of warmUp) {
-    await fetch(`${service.url}/batch/`, { method: "POST", headers: { "content-type": "application/json" }, body });
+  for (const warmUp of readFileSync(bodiesFile, "utf8").split("\n", 5)) {
+    await (await fetch(`${service.url}/batch/`, { method: "POST", body: warmUp })).arrayBuffer();
   }
   await Bun.sleep(1000);
   const idleRss = rssMiB(pid);
@@ -146,6 +239,8 @@ try {
   const sampler = setInterval(() => {
     peakRss = Math.max(peakRss, rssMiB(pid));
   }, 100);
+  const flushesBefore = await histogram(service, "ingest_flush_events");
+  const cpuBefore = threadCpu(pid);
   const wrk = Bun.spawn(
     [
       "wrk",
@@ -163,40 +258,125 @@ try {
     ],
     { stdout: "pipe", stderr: "inherit" },
   );
-  const wrkOutput = await new Response(wrk.stdout).text(); // async, so the RSS sampler keeps running
+  const output = await new Response(wrk.stdout).text(); // async, so the RSS sampler keeps running
   await wrk.exited;
   clearInterval(sampler);
-  service.child.kill("SIGTERM");
-  await service.child.exited;
-  const result = parseWrk(wrkOutput);
+  const cpu = cpuSpent(cpuBefore, threadCpu(pid));
+  const flushes = await histogram(service, "ingest_flush_events");
+  const result = parseWrk(output);
   const acknowledged = (result.requests - result.non2xx) * EVENTS_PER_BATCH;
-  const serviceRate = acknowledged / result.seconds;
+  return {
+    rate: acknowledged / result.seconds,
+    acknowledged,
+    non2xx: result.non2xx,
+    socketErrors: result.socketErrors,
+    latency: result.latency,
+    idleRss,
+    peakRss,
+    cpu,
+    flushEvents: (flushes.sum - flushesBefore.sum) / (flushes.count - flushesBefore.count),
+  };
+}
 
-  const baseline = Bun.spawnSync(
-    [
-      process.execPath,
-      join(ROOT, "bench", "engine-baseline.ts"),
-      bodiesFile,
-      join(work, "baseline"),
-      String(BASELINE_ROWS),
-    ],
-    { cwd: ROOT, stdout: "pipe", stderr: "inherit" },
+interface EngineResult {
+  readonly rows: number;
+  readonly rate: number;
+  readonly idleRss: number;
+  readonly peakRss: number;
+}
+
+/** The engine's own insert rate for the rows of `bodiesFile`, `rowsPerInsert` at a time, in a process of its own. */
+function engineBaseline(bodiesFile: string, dataDir: string, rowsPerInsert: number): EngineResult {
+  const script = join(ROOT, "bench", "engine-baseline.ts");
+  const args = [bodiesFile, dataDir, String(BASELINE_ROWS), String(rowsPerInsert)];
+  const run = Bun.spawnSync([process.execPath, script, ...args], { cwd: ROOT, stdout: "pipe", stderr: "inherit" });
+  return JSON.parse(run.stdout.toString()) as EngineResult;
+}
+
+const fmt = (n: number) => Math.round(n).toLocaleString("en");
+
+function printLoad(label: string, result: LoadResult): void {
+  const { latency } = result;
+  console.log(
+    `  ${label.padEnd(16)} ${fmt(result.rate)} events/s acknowledged (${fmt(result.acknowledged)} events, ` +
+      `${result.non2xx} non-2xx, socket errors: ${result.socketErrors}; ${fmt(result.flushEvents)} events a flush)`,
   );
-  const engine = JSON.parse(baseline.stdout.toString()) as { rows: number; seconds: number; rate: number };
+  console.log(`  ${"".padEnd(16)} latency p50 ${latency.p50}  p90 ${latency.p90}  p99 ${latency.p99}`);
+  console.log(
+    `  ${"".padEnd(16)} RSS idle ${fmt(result.idleRss)} MiB, peak ${fmt(result.peakRss)} MiB ` +
+      `(+${fmt(result.peakRss - result.idleRss)} MiB)`,
+  );
+  console.log(`  ${"".padEnd(16)} CPU ${result.cpu}`);
+}
 
-  const fmt = (n: number) => Math.round(n).toLocaleString("en");
+function printEngine(label: string, engine: EngineResult, rowsPerInsert: number): void {
+  console.log(
+    `  ${label.padEnd(16)} ${fmt(engine.rate)} rows/s (${fmt(engine.rows)} rows, ${fmt(rowsPerInsert)} per insert; ` +
+      `RSS idle ${fmt(engine.idleRss)} MiB, peak ${fmt(engine.peakRss)} MiB, +${fmt(engine.peakRss - engine.idleRss)})`,
+  );
+}
+
+/** http, mix, new: one load on a fresh service, against the engine at 10,000 rows an insert and at the flush size. */
+async function runLoad(work: string, population: Population): Promise<void> {
+  const bodiesFile = join(work, "bodies.jsonl");
+  const bodyCount =
+    population.shape === "new" ? Math.min(6000, Math.ceil((30_000 * SECONDS) / EVENTS_PER_BATCH)) : 1000;
+  const bytesPerEvent = writeBodies(bodiesFile, bodyCount, population);
+  const service = await startService(join(work, "service"));
+  const result = await drive(service, bodiesFile);
+  await stop(service);
+  const engine = engineBaseline(bodiesFile, join(work, "baseline"), 10_000);
+  const flushSize = Math.max(1, Math.round(result.flushEvents));
+  const atFlushSize = engineBaseline(bodiesFile, join(work, "baseline-flush"), flushSize);
+
   console.log(
     `bench ${MODE}: ${CONNECTIONS} connections, ${SECONDS} s, batches of ${EVENTS_PER_BATCH} events (~${Math.round(bytesPerEvent)} bytes each)`,
   );
-  console.log(
-    `  service          ${fmt(serviceRate)} events/s acknowledged (${fmt(acknowledged)} events, ${result.non2xx} non-2xx, socket errors: ${result.socketErrors})`,
-  );
-  console.log(`  latency          p50 ${result.latency.p50}  p90 ${result.latency.p90}  p99 ${result.latency.p99}`);
-  console.log(
-    `  RSS              idle ${Math.round(idleRss)} MiB, peak ${Math.round(peakRss)} MiB (+${Math.round(peakRss - idleRss)} MiB)`,
-  );
-  console.log(`  engine baseline  ${fmt(engine.rate)} rows/s (${fmt(engine.rows)} rows, 10,000 per insert, same run)`);
-  console.log(`  ratio service/engine: ${(serviceRate / engine.rate).toFixed(2)}`);
+  printLoad("service", result);
+  printEngine("engine baseline", engine, 10_000);
+  printEngine("engine, flushes", atFlushSize, flushSize);
+  console.log(`  ratio service/engine: ${(result.rate / engine.rate).toFixed(2)}`);
+  console.log(`  ratio service/engine at the service's flush size: ${(result.rate / atFlushSize.rate).toFixed(2)}`);
+}
+
+/** persons: the same load over a small and a large known population, each cold (just restarted) and warm. */
+async function runPersons(work: string): Promise<void> {
+  const rates: Record<string, number> = {};
+  for (const people of [10_000, LARGE_POPULATION]) {
+    const bodiesFile = join(work, `bodies-${people}.jsonl`);
+    writeBodies(bodiesFile, 3000, { shape: "known", people });
+    const dataDir = join(work, `service-${people}`);
+    const seeding = await startService(dataDir);
+    const seedRate = await seed(seeding.url, people);
+    await stop(seeding);
+    console.log(`persons: ${fmt(people)} persons seeded through the service (${fmt(seedRate)} new IDs/s)`);
+    const service = await startService(dataDir);
+    const cold = await drive(service, bodiesFile);
+    printLoad(`${fmt(people)} cold`, cold);
+    const warm = await drive(service, bodiesFile);
+    printLoad(`${fmt(people)} warm`, warm);
+    await stop(service);
+    rates[`${people} cold`] = cold.rate;
+    rates[`${people} warm`] = warm.rate;
+  }
+  const bodiesFile = join(work, "bodies-10000.jsonl");
+  const engine = engineBaseline(bodiesFile, join(work, "baseline"), 10_000);
+  printEngine("engine baseline", engine, 10_000);
+  for (const temperature of ["cold", "warm"]) {
+    const small = rates[`10000 ${temperature}`]!;
+    const large = rates[`${LARGE_POPULATION} ${temperature}`]!;
+    console.log(
+      `  ${temperature}: ${fmt(LARGE_POPULATION)} vs 10,000 known persons: ×${(large / small).toFixed(2)} ` +
+        `(ratio to the engine ${(small / engine.rate).toFixed(2)} → ${(large / engine.rate).toFixed(2)})`,
+    );
+  }
+}
+
+ensureWrk();
+const work = mkdtempSync(join(tmpdir(), "ingest-bench-"));
+try {
+  if (MODE === "persons") await runPersons(work);
+  else await runLoad(work, { shape: MODE === "http" ? "known" : MODE, people: 10_000 });
 } finally {
   rmSync(work, { recursive: true, force: true });
 }

@@ -4,10 +4,12 @@ interface Entry<V> {
 }
 
 /**
- * A bounded map that forgets: least recently used entries go first once `capacity` is reached, and no entry
- * is returned more than `ttlMs` after it was set. Every operation is O(1) (a Map keeps insertion order).
+ * A bounded map that forgets: no entry is returned more than `ttlMs` after it was set, and past `capacity` the
+ * entry set longest ago goes first. Every entry lives the same time, so that one is also the next to expire:
+ * reads need not reorder anything (a Map keeps insertion order, and a delete plus re-insert on every hit is what
+ * made a least-recently-used order cost more than the lookup itself).
  */
-export class LruCache<K, V> {
+export class TtlCache<K, V> {
   readonly #entries = new Map<K, Entry<V>>();
 
   constructor(
@@ -22,14 +24,13 @@ export class LruCache<K, V> {
   get(key: K, now: number = Date.now()): V | undefined {
     const entry = this.#entries.get(key);
     if (entry === undefined) return undefined;
+    if (entry.expiresAt > now) return entry.value;
     this.#entries.delete(key);
-    if (entry.expiresAt <= now) return undefined;
-    this.#entries.set(key, entry);
-    return entry.value;
+    return undefined;
   }
 
   set(key: K, value: V, now: number = Date.now()): void {
-    this.#entries.delete(key);
+    this.#entries.delete(key); // re-inserted at the end: set order stays expiry order
     this.#entries.set(key, { value, expiresAt: now + this.ttlMs });
     if (this.#entries.size > this.capacity) this.#entries.delete(this.#entries.keys().next().value as K);
   }

@@ -2,7 +2,7 @@ import type { CapturedEvent } from "../../event";
 import type { ClickHouse } from "../clickhouse";
 import type { DistinctIdRow, PersonRow } from "../schema";
 import { IdentityBatch } from "./batch";
-import { LruCache } from "./cache";
+import { TtlCache } from "./cache";
 import type { Overlay } from "./overlay";
 import { type Link, type Person, personIdFor } from "./person";
 import { changesPersons, type PersonIntent, personIntentOf } from "./person-rules";
@@ -38,8 +38,8 @@ export interface Resolution {
  * from ClickHouse, so a second instance's links are never overwritten from a stale cache.
  */
 export class IdentityResolver {
-  readonly #links: LruCache<string, Link>;
-  readonly #persons: LruCache<string, Person>;
+  readonly #links: TtlCache<string, Link>;
+  readonly #persons: TtlCache<string, Person>;
   readonly #clock = new VersionClock();
 
   constructor(
@@ -47,8 +47,8 @@ export class IdentityResolver {
     options: IdentityOptions = DEFAULT_IDENTITY_OPTIONS,
     private readonly observeCache: CacheObserver = () => {},
   ) {
-    this.#links = new LruCache(options.cacheCapacity, options.cacheTtlMs);
-    this.#persons = new LruCache(options.cacheCapacity, options.cacheTtlMs);
+    this.#links = new TtlCache(options.cacheCapacity, options.cacheTtlMs);
+    this.#persons = new TtlCache(options.cacheCapacity, options.cacheTtlMs);
   }
 
   async resolve(events: readonly CapturedEvent[]): Promise<Resolution> {
@@ -128,7 +128,7 @@ async function readThrough<V>(
   into: Overlay<V>,
   keys: Iterable<string>,
   fresh: ReadonlySet<string>,
-  cache: LruCache<string, V>,
+  cache: TtlCache<string, V>,
   load: (keys: readonly string[]) => Promise<ReadonlyMap<string, V>>,
 ): Promise<{ hits: number; misses: number }> {
   const missing: string[] = [];

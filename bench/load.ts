@@ -95,6 +95,8 @@ function event(rng: ReturnType<typeof random>, at: number, { shape, people }: Po
 
 const START = Date.UTC(2026, 10, 1);
 
+const JSON_POST = { method: "POST", headers: { "Content-Type": "application/json" } } as const;
+
 function body(batch: readonly object[]): string {
   return JSON.stringify({ api_key: KEY, batch, sent_at: new Date(START).toISOString() });
 }
@@ -126,7 +128,7 @@ async function seed(url: string, people: number): Promise<number> {
         properties: { $current_url: "https://app.example.com/", $lib: "posthog-node" },
       }));
       for (;;) {
-        const response = await fetch(`${url}/batch/`, { method: "POST", body: body(batch) });
+        const response = await fetch(`${url}/batch/`, { ...JSON_POST, body: body(batch) });
         await response.arrayBuffer();
         if (response.ok) break;
         if (response.status !== 503) throw new Error(`seeding: ${response.status}`);
@@ -231,7 +233,8 @@ function parseWrk(output: string) {
 async function drive(service: Service, bodiesFile: string): Promise<LoadResult> {
   const pid = service.child.pid;
   for (const warmUp of readFileSync(bodiesFile, "utf8").split("\n", 5)) {
-    await (await fetch(`${service.url}/batch/`, { method: "POST", body: warmUp })).arrayBuffer();
+    const response = await fetch(`${service.url}/batch/`, { ...JSON_POST, body: warmUp });
+    if (!response.ok) throw new Error(`warm-up: ${response.status} ${await response.text()}`);
   }
   await Bun.sleep(1000);
   const idleRss = rssMiB(pid);

@@ -3,20 +3,19 @@ import type { ClickHouse } from "../clickhouse";
 import type { DistinctIdRow, PersonRow } from "../schema";
 import { IdentityBatch } from "./batch";
 import { TtlCache } from "./cache";
-import type { Overlay } from "./overlay";
-import { type Link, type Person, personIdFor } from "./person";
+import { type Link, personIdFor } from "./person";
 import { changesPersons, type PersonIntent, personIntentOf } from "./person-rules";
 import { linkRow, loadLinks, loadLinksOfPersons, loadPersons, personRow } from "./person-store";
 import { VersionClock } from "./version-clock";
 
 export interface IdentityOptions {
-  /** How long a cached link or person may be used for events that change nothing: the staleness bound. */
+  /** How long a cached link may be used for events that change nothing: the staleness bound. */
   readonly cacheTtlMs: number;
   readonly cacheCapacity: number;
 }
 
-/** Told how each batch's reads went: how many came from the cache and how many had to be read. */
-export type CacheObserver = (kind: "links" | "persons", hits: number, misses: number) => void;
+/** Told how each batch's link reads went: how many came from the cache and how many had to be read. */
+export type CacheObserver = (kind: "links", hits: number, misses: number) => void;
 
 export const DEFAULT_IDENTITY_OPTIONS: IdentityOptions = { cacheTtlMs: 5_000, cacheCapacity: 200_000 };
 
@@ -34,12 +33,12 @@ export interface Resolution {
 /**
  * Resolves distinct IDs to persons (SPEC §2.5). Batches must come one at a time (the group commit does that).
  *
- * Reads are cached, but an event that changes identity or person properties always reads its IDs and persons
- * from ClickHouse, so a second instance's links are never overwritten from a stale cache.
+ * Links are cached, but an event that changes identity or person properties always reads its IDs and persons
+ * from ClickHouse, so a second instance's links and persons are never overwritten from a stale cache. Persons
+ * are read for nothing else, so they are not cached.
  */
 export class IdentityResolver {
   readonly #links: TtlCache<string, Link>;
-  readonly #persons: TtlCache<string, Person>;
   readonly #clock = new VersionClock();
 
   constructor(
@@ -48,7 +47,6 @@ export class IdentityResolver {
     private readonly observeCache: CacheObserver = () => {},
   ) {
     this.#links = new TtlCache(options.cacheCapacity, options.cacheTtlMs);
-    this.#persons = new TtlCache(options.cacheCapacity, options.cacheTtlMs);
   }
 
   async resolve(events: readonly CapturedEvent[]): Promise<Resolution> {
@@ -73,8 +71,8 @@ export class IdentityResolver {
   }
 
   /**
-   * Fills the batch with the links of every distinct ID its events name, then the persons it may change or
-   * create. IDs of events that change persons, and their persons, are read fresh; the rest may come from the
+   * Fills the batch with the links of every distinct ID its events name, then the persons its events change.
+   * IDs of events that change persons, and their persons, are read fresh; the other links may come from the
    * cache.
    */
   async #load(batch: IdentityBatch, intents: readonly PersonIntent[]): Promise<void> {
@@ -87,60 +85,34 @@ export class IdentityResolver {
         if (changesPersons(intent)) fresh.add(id);
       }
     }
-    const links = await readThrough(batch.links, wanted, fresh, this.#links, (ids) => loadLinks(this.db, ids));
-    this.observeCache("links", links.hits, links.misses);
-
-    // Persons are read for the events that change them (fresh), and for new IDs (whose deterministic person
-    // may exist from an earlier partial write). An event that changes nothing only needs its link.
-    const persons = new Set<string>();
-    const freshPersons = new Set<string>();
+    const missing: string[] = [];
     for (const id of wanted) {
-      const personId = batch.links.get(id)?.personId;
-      if (personId === undefined) persons.add(personIdFor(id));
-      if (fresh.has(id)) {
-        persons.add(personId ?? personIdFor(id));
-        freshPersons.add(personId ?? personIdFor(id));
-      }
+      const cached = fresh.has(id) ? undefined : this.#links.get(id);
+      if (cached === undefined) missing.push(id);
+      else batch.links.put(id, cached, "cached");
     }
-    const loaded = await readThrough(batch.persons, persons, freshPersons, this.#persons, (ids) =>
-      loadPersons(this.db, ids),
-    );
-    this.observeCache("persons", loaded.hits, loaded.misses);
+    if (missing.length > 0) {
+      for (const [id, link] of await loadLinks(this.db, missing)) batch.links.put(id, link, "loaded");
+    }
+    this.observeCache("links", wanted.size - missing.length, missing.length);
+
+    // Persons are read only for the events that change them, always fresh. An event that changes nothing needs
+    // only its link; a new ID's person is created, not read: every write that creates a person also links its
+    // distinct ID (persons go in before links), so a stored person whose ID has no link comes from a write that
+    // failed and was never acknowledged. Writing it again at a higher version loses nothing acknowledged, and
+    // spares new-visitor traffic a lookup that grows with the persons table.
+    const persons = new Set<string>();
+    for (const id of fresh) persons.add(batch.links.get(id)?.personId ?? personIdFor(id));
+    if (persons.size === 0) return;
+    for (const [id, person] of await loadPersons(this.db, [...persons])) batch.persons.put(id, person, "loaded");
   }
 
-  /** Caches what the batch read from ClickHouse or wrote; entries it took from the cache keep their expiry. */
+  /** Caches the links the batch read from ClickHouse or wrote; links it took from the cache keep their expiry. */
   #remember(batch: IdentityBatch): void {
     for (const [id, link] of batch.links.entries(["loaded", "changed"])) this.#links.set(id, link);
-    for (const [id, person] of batch.persons.entries(["loaded", "changed"])) this.#persons.set(id, person);
   }
 
   #forget(batch: IdentityBatch): void {
     for (const id of batch.links.keys()) this.#links.delete(id);
-    for (const id of batch.persons.keys()) this.#persons.delete(id);
   }
-}
-
-/**
- * Each key from the cache unless it must be read fresh; the rest from ClickHouse, in one query. Returns how many
- * came from the cache and how many were read.
- */
-async function readThrough<V>(
-  into: Overlay<V>,
-  keys: Iterable<string>,
-  fresh: ReadonlySet<string>,
-  cache: TtlCache<string, V>,
-  load: (keys: readonly string[]) => Promise<ReadonlyMap<string, V>>,
-): Promise<{ hits: number; misses: number }> {
-  const missing: string[] = [];
-  let hits = 0;
-  for (const key of keys) {
-    const cached = fresh.has(key) ? undefined : cache.get(key);
-    if (cached === undefined) missing.push(key);
-    else {
-      into.put(key, cached, "cached");
-      hits++;
-    }
-  }
-  if (missing.length > 0) for (const [key, value] of await load(missing)) into.put(key, value, "loaded");
-  return { hits, misses: missing.length };
 }

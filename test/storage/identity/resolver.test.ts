@@ -431,6 +431,32 @@ describe("after a failed write", () => {
   });
 });
 
+describe("a person left behind by a failed write", () => {
+  test("a new ID whose person was stored without its link gets its person again, at a newer version", async () => {
+    // What a write that stored persons but failed before links leaves: a person, no link, nothing acknowledged.
+    const id = personIdFor("left-behind");
+    await service.db.insert("persons", [
+      {
+        id,
+        distinct_id: "left-behind",
+        properties: '{"unacknowledged":true}',
+        is_identified: 0,
+        is_deleted: 0,
+        created_at: "2020-01-01 00:00:00",
+        version: Date.now() * 1000,
+      },
+    ]);
+    expect((await capture([{ event: "e", distinct_id: "left-behind" }])).status).toBe(200);
+    expect((await events(service.db)).find((e) => e.distinct_id === "left-behind")?.person_id).toBe(id);
+    expect((await links(service.db)).get("left-behind")).toMatchObject({ person_id: id, is_deleted: 0 });
+    expect((await persons(service.db)).get(id)).toMatchObject({ is_deleted: 0, properties: {} });
+    expect((await capture([{ event: "e", distinct_id: "left-behind", properties: { $set: { a: 1 } } }])).status).toBe(
+      200,
+    );
+    expect((await persons(service.db)).get(id)?.properties).toEqual({ a: 1 });
+  });
+});
+
 describe("hostile IDs", () => {
   test("an $anon_distinct_id with a lone surrogate links, and stays linked once the cache has expired", async () => {
     const short = await startService({ PUBLIC_API_KEYS: KEY }, { identity: { cacheTtlMs: 50, cacheCapacity: 100 } });

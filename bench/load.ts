@@ -113,9 +113,14 @@ function writeBodies(path: string, count: number, population: Population): numbe
   return lines.reduce((sum, line) => sum + line.length, 0) / (count * EVENTS_PER_BATCH);
 }
 
-/** Makes `people` persons known: one `$pageview` from each of `user-0` … through the service, 16 at a time. */
-async function seed(url: string, people: number): Promise<number> {
-  const started = performance.now();
+/**
+ * Makes `people` persons known: one `$pageview` from each of `user-0` … through the service, 16 requests at a
+ * time: new-visitor traffic while the persons table grows from empty. Returns new IDs/s for each tenth.
+ */
+async function seed(url: string, people: number): Promise<number[]> {
+  const tenths: number[] = [];
+  let tenthStarted = performance.now();
+  let done = 0;
   let next = 0;
   const worker = async () => {
     for (let first = next; first < people; first = next) {
@@ -134,10 +139,15 @@ async function seed(url: string, people: number): Promise<number> {
         if (response.status !== 503) throw new Error(`seeding: ${response.status}`);
         await Bun.sleep(1000);
       }
+      done += batch.length;
+      if (done >= ((tenths.length + 1) * people) / 10) {
+        tenths.push(people / 10 / ((performance.now() - tenthStarted) / 1000));
+        tenthStarted = performance.now();
+      }
     }
   };
   await Promise.all(Array.from({ length: 16 }, worker));
-  return people / ((performance.now() - started) / 1000);
+  return tenths;
 }
 
 /** CPU seconds each kind of thread of `pid` has used so far, by thread name with digits dropped. */
@@ -350,9 +360,12 @@ async function runPersons(work: string): Promise<void> {
     writeBodies(bodiesFile, 3000, { shape: "known", people });
     const dataDir = join(work, `service-${people}`);
     const seeding = await startService(dataDir);
-    const seedRate = await seed(seeding.url, people);
+    const tenths = await seed(seeding.url, people);
     await stop(seeding);
-    console.log(`persons: ${fmt(people)} persons seeded through the service (${fmt(seedRate)} new IDs/s)`);
+    console.log(
+      `persons: ${fmt(people)} persons seeded through the service, new IDs/s by tenth: ${tenths.map(fmt).join(", ")} ` +
+        `(last/first ×${(tenths.at(-1)! / tenths[0]!).toFixed(2)})`,
+    );
     const service = await startService(dataDir);
     const cold = await drive(service, bodiesFile);
     printLoad(`${fmt(people)} cold`, cold);

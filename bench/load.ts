@@ -119,7 +119,7 @@ function writeBodies(path: string, count: number, population: Population): numbe
  */
 async function seed(url: string, people: number): Promise<number[]> {
   const tenths: number[] = [];
-  let tenthStarted = performance.now();
+  let mark = { at: performance.now(), done: 0 };
   let done = 0;
   let next = 0;
   const worker = async () => {
@@ -141,8 +141,9 @@ async function seed(url: string, people: number): Promise<number[]> {
       }
       done += batch.length;
       if (done >= ((tenths.length + 1) * people) / 10) {
-        tenths.push(people / 10 / ((performance.now() - tenthStarted) / 1000));
-        tenthStarted = performance.now();
+        const now = { at: performance.now(), done };
+        tenths.push((now.done - mark.done) / ((now.at - mark.at) / 1000));
+        mark = now;
       }
     }
   };

@@ -180,6 +180,9 @@ interface Service extends RunningService {
   readonly metricsUrl: string;
 }
 
+/** Services still running: stopped in the end however the bench ends, so none outlives it. */
+const running = new Set<Service>();
+
 async function startService(dataDir: string): Promise<Service> {
   const profile = process.env.BENCH_PROFILE;
   const service = await startProcess(
@@ -198,10 +201,13 @@ async function startService(dataDir: string): Promise<Service> {
     .split("\n")
     .map((line) => (line.startsWith("{") ? (JSON.parse(line) as { msg?: string; metrics?: string }) : {}))
     .find((entry) => entry.msg === "started");
-  return { ...service, metricsUrl: started?.metrics ?? "" };
+  const withMetrics = { ...service, metricsUrl: started?.metrics ?? "" };
+  running.add(withMetrics);
+  return withMetrics;
 }
 
 async function stop(service: Service): Promise<void> {
+  running.delete(service);
   service.child.kill("SIGTERM");
   await service.child.exited;
 }
@@ -395,5 +401,6 @@ try {
   if (MODE === "persons") await runPersons(work);
   else await runLoad(work, { shape: MODE === "http" ? "known" : MODE, people: 10_000 });
 } finally {
+  for (const service of running) await stop(service);
   rmSync(work, { recursive: true, force: true });
 }

@@ -5,9 +5,8 @@ interface Entry<V> {
 
 /**
  * A bounded map that forgets: no entry is returned more than `ttlMs` after it was set, and past `capacity` the
- * entry set longest ago goes first. Every entry lives the same time, so that one is also the next to expire:
- * reads need not reorder anything (a Map keeps insertion order, and a delete plus re-insert on every hit is what
- * made a least-recently-used order cost more than the lookup itself).
+ * entry set longest ago goes first. Every entry lives the same time, so that one is also the next to expire,
+ * and a read need not reorder anything (a Map keeps insertion order). Every operation is O(1).
  */
 export class TtlCache<K, V> {
   readonly #entries = new Map<K, Entry<V>>();

@@ -46,14 +46,21 @@ type Shape = "known" | "mix" | "new";
 interface Population {
   readonly shape: Shape;
   readonly people: number;
+  /** The known people's distinct IDs, when they were seeded; else `user-0` … */
+  readonly ids?: readonly string[];
 }
 
-let newIds = 0;
+/** A new visitor's distinct ID as posthog-js makes it: a UUIDv7, so new IDs sort after the ones already stored. */
+const visitorId = (): string => Bun.randomUUIDv7();
 
 /** One event as posthog-node sends it (~470 bytes). */
-function event(rng: ReturnType<typeof random>, at: number, { shape, people }: Population): Record<string, unknown> {
+function event(
+  rng: ReturnType<typeof random>,
+  at: number,
+  { shape, people, ids }: Population,
+): Record<string, unknown> {
   const person = rng.int(people);
-  const distinctId = shape === "new" ? `visitor-${process.pid}-${newIds++}` : `user-${person}`;
+  const distinctId = shape === "new" ? visitorId() : (ids?.[person] ?? `user-${person}`);
   const properties: Record<string, unknown> = {
     $session_id: `session-${person}-${Math.floor(at / 1800_000)}`,
     $window_id: `window-${person % 97}`,
@@ -114,10 +121,12 @@ function writeBodies(path: string, count: number, population: Population): numbe
 }
 
 /**
- * Makes `people` persons known: one `$pageview` from each of `user-0` … through the service, 16 requests at a
- * time: new-visitor traffic while the persons table grows from empty. Returns new IDs/s for each tenth.
+ * Makes `people` persons known: one `$pageview` from each of `people` new visitors through the service, 16
+ * requests at a time: new-visitor traffic while the persons table grows from empty. Returns their distinct IDs
+ * and the new IDs/s for each tenth.
  */
-async function seed(url: string, people: number): Promise<number[]> {
+async function seed(url: string, people: number): Promise<{ ids: string[]; tenths: number[] }> {
+  const ids = Array.from({ length: people }, visitorId);
   const tenths: number[] = [];
   let mark = { at: performance.now(), done: 0 };
   let done = 0;
@@ -128,7 +137,7 @@ async function seed(url: string, people: number): Promise<number[]> {
       const batch = Array.from({ length: Math.min(EVENTS_PER_BATCH, people - first) }, (_, i) => ({
         uuid: Bun.randomUUIDv7(),
         event: "$pageview",
-        distinct_id: `user-${first + i}`,
+        distinct_id: ids[first + i],
         timestamp: new Date(START).toISOString(),
         properties: { $current_url: "https://app.example.com/", $lib: "posthog-node" },
       }));
@@ -148,7 +157,7 @@ async function seed(url: string, people: number): Promise<number[]> {
     }
   };
   await Promise.all(Array.from({ length: 16 }, worker));
-  return tenths;
+  return { ids, tenths };
 }
 
 /** CPU seconds each kind of thread of `pid` has used so far, by thread name with digits dropped. */
@@ -363,12 +372,12 @@ async function runLoad(work: string, population: Population): Promise<void> {
 async function runPersons(work: string): Promise<void> {
   const rates: Record<string, number> = {};
   for (const people of [10_000, LARGE_POPULATION]) {
-    const bodiesFile = join(work, `bodies-${people}.jsonl`);
-    writeBodies(bodiesFile, 3000, { shape: "known", people });
     const dataDir = join(work, `service-${people}`);
     const seeding = await startService(dataDir);
-    const tenths = await seed(seeding.url, people);
+    const { ids, tenths } = await seed(seeding.url, people);
     await stop(seeding);
+    const bodiesFile = join(work, `bodies-${people}.jsonl`);
+    writeBodies(bodiesFile, 3000, { shape: "known", people, ids });
     console.log(
       `persons: ${fmt(people)} persons seeded through the service, new IDs/s by tenth: ${tenths.map(fmt).join(", ")} ` +
         `(last/first ×${(tenths.at(-1)! / tenths[0]!).toFixed(2)})`,

@@ -2,8 +2,8 @@ import type { CapturedEvent } from "../../event";
 import type { ClickHouse } from "../clickhouse";
 import type { DistinctIdRow, PersonRow } from "../schema";
 import { IdentityBatch } from "./batch";
-import { TtlCache } from "./cache";
-import { type Link, personIdFor } from "./person";
+import { linkCache } from "./cache";
+import { personIdFor } from "./person";
 import { changesPersons, type PersonIntent, personIntentOf } from "./person-rules";
 import { linkRow, loadLinks, loadLinksOfPersons, loadPersons, personRow } from "./person-store";
 import { VersionClock } from "./version-clock";
@@ -38,7 +38,7 @@ export interface Resolution {
  * are read for nothing else, so they are not cached.
  */
 export class IdentityResolver {
-  readonly #links: TtlCache<string, Link>;
+  readonly #links: ReturnType<typeof linkCache>;
   readonly #clock = new VersionClock();
 
   constructor(
@@ -46,7 +46,7 @@ export class IdentityResolver {
     options: IdentityOptions = DEFAULT_IDENTITY_OPTIONS,
     private readonly observeCache: CacheObserver = () => {},
   ) {
-    this.#links = new TtlCache(options.cacheCapacity, options.cacheTtlMs);
+    this.#links = linkCache(options.cacheCapacity, options.cacheTtlMs);
   }
 
   async resolve(events: readonly CapturedEvent[]): Promise<Resolution> {

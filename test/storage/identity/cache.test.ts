@@ -1,43 +1,62 @@
 import { describe, expect, test } from "bun:test";
-import { TtlCache } from "../../../src/storage/identity/cache";
+import { linkCache } from "../../../src/storage/identity/cache";
 
-describe("TtlCache", () => {
-  test("past capacity, evicts the entry set longest ago (the next to expire), however often it was read", () => {
-    const cache = new TtlCache<string, number>(2, 1_000);
-    cache.set("a", 1, 0);
-    cache.set("b", 2, 1);
-    expect(cache.get("a", 1)).toBe(1);
-    cache.set("c", 3, 2);
-    expect(cache.size).toBe(2);
-    expect(cache.get("a", 3)).toBeUndefined();
-    expect(cache.get("b", 3)).toBe(2);
-    expect(cache.get("c", 3)).toBe(3);
-  });
+const link = (version: number) => ({ personId: "p", version });
 
-  test("setting an entry again renews it and moves it last in line for eviction", () => {
-    const cache = new TtlCache<string, number>(2, 100);
-    cache.set("a", 1, 0);
-    cache.set("b", 2, 1);
-    cache.set("a", 10, 50);
-    cache.set("c", 3, 51);
-    expect(cache.get("b", 52)).toBeUndefined();
-    expect(cache.get("a", 149)).toBe(10);
-    expect(cache.get("a", 150)).toBeUndefined();
-  });
+/** A clock the test moves by hand. */
+function manualClock() {
+  let now = 1_000;
+  return { now: () => now, to: (at: number) => (now = 1_000 + at) };
+}
 
+describe("linkCache", () => {
   test("entries expire ttl after they were set, however often they are read", () => {
-    const cache = new TtlCache<string, number>(10, 100);
-    cache.set("a", 1, 0);
-    expect(cache.get("a", 50)).toBe(1);
-    expect(cache.get("a", 99)).toBe(1);
-    expect(cache.get("a", 100)).toBeUndefined();
+    const clock = manualClock();
+    const cache = linkCache(10, 100, clock);
+    cache.set("a", link(1));
+    clock.to(50);
+    expect(cache.get("a")).toEqual(link(1));
+    clock.to(99);
+    expect(cache.get("a")).toEqual(link(1));
+    clock.to(101);
+    expect(cache.get("a")).toBeUndefined();
     expect(cache.size).toBe(0);
   });
 
+  test("setting an entry again renews it", () => {
+    const clock = manualClock();
+    const cache = linkCache(10, 100, clock);
+    cache.set("a", link(1));
+    clock.to(50);
+    cache.set("a", link(2));
+    clock.to(149);
+    expect(cache.get("a")).toEqual(link(2));
+    clock.to(151);
+    expect(cache.get("a")).toBeUndefined();
+  });
+
+  test("past capacity, the least recently used entry goes first", () => {
+    const cache = linkCache(2, 1_000, manualClock());
+    cache.set("a", link(1));
+    cache.set("b", link(2));
+    expect(cache.get("a")).toEqual(link(1));
+    cache.set("c", link(3));
+    expect(cache.size).toBe(2);
+    expect([cache.get("a"), cache.get("b"), cache.get("c")]).toEqual([link(1), undefined, link(3)]);
+  });
+
+  test("holds its capacity through many more distinct IDs than it keeps", () => {
+    const cache = linkCache(1_000, 60_000, manualClock());
+    for (let i = 0; i < 50_000; i++) cache.set(`id-${i}`, link(i));
+    expect(cache.size).toBe(1_000);
+    expect(cache.get("id-49999")).toEqual(link(49_999));
+    expect(cache.get("id-48999")).toBeUndefined();
+  });
+
   test("delete forgets", () => {
-    const cache = new TtlCache<string, number>(10, 100);
-    cache.set("a", 1, 0);
+    const cache = linkCache(10, 100, manualClock());
+    cache.set("a", link(1));
     cache.delete("a");
-    expect(cache.get("a", 1)).toBeUndefined();
+    expect(cache.get("a")).toBeUndefined();
   });
 });

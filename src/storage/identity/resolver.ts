@@ -2,7 +2,7 @@ import type { CapturedEvent } from "../../event";
 import type { ClickHouse } from "../clickhouse";
 import type { DistinctIdRow, PersonRow } from "../schema";
 import { IdentityBatch } from "./batch";
-import { linkCache } from "./cache";
+import { type LinkCache, linkCache } from "./cache";
 import { personIdFor } from "./person";
 import { changesPersons, type PersonIntent, personIntentOf } from "./person-rules";
 import { linkRow, loadLinks, loadLinksOfPersons, loadPersons, personRow } from "./person-store";
@@ -38,7 +38,7 @@ export interface Resolution {
  * are read for nothing else, so they are not cached.
  */
 export class IdentityResolver {
-  readonly #links: ReturnType<typeof linkCache>;
+  readonly #links: LinkCache;
   readonly #clock = new VersionClock();
 
   constructor(

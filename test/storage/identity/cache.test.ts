@@ -3,22 +3,22 @@ import { linkCache } from "../../../src/storage/identity/cache";
 
 const link = (version: number) => ({ personId: "p", version });
 
-/** A clock the test moves by hand. */
+/** A clock the test moves by hand; it starts above 0, since lru-cache never expires an entry set at time 0. */
 function manualClock() {
   let now = 1_000;
   return { now: () => now, to: (at: number) => (now = 1_000 + at) };
 }
 
 describe("linkCache", () => {
-  test("entries expire ttl after they were set, however often they are read", () => {
+  test("entries are served up to ttl after they were set and never later, however often they are read", () => {
     const clock = manualClock();
     const cache = linkCache(10, 100, clock);
     cache.set("a", link(1));
     clock.to(50);
     expect(cache.get("a")).toEqual(link(1));
-    clock.to(99);
+    clock.to(100);
     expect(cache.get("a")).toEqual(link(1));
-    clock.to(101);
+    clock.to(100.001);
     expect(cache.get("a")).toBeUndefined();
     expect(cache.size).toBe(0);
   });

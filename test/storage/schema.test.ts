@@ -62,6 +62,17 @@ describe("schema", () => {
     expect(Object.keys(of("sessions"))).toContain("session_id");
   });
 
+  test("persons and links are stored in small granules, for reads by key", async () => {
+    const tables = await service.db.rows<{ name: string; create_table_query: string }>(
+      "SELECT name, create_table_query FROM system.tables WHERE database = {database:String}",
+      { database: service.config.clickhouse.database },
+    );
+    const granularity = (table: string) =>
+      /index_granularity = (\d+)/.exec(tables.find((t) => t.name === table)?.create_table_query ?? "")?.[1];
+    expect(granularity("persons")).toBe("1024");
+    expect(granularity("person_distinct_ids")).toBe("1024");
+  });
+
   test("a storage on a database that does not exist yet creates it", async () => {
     const config = loadConfig({ ...clickhouseEnv(), CLICKHOUSE_DATABASE: uniqueDatabase() });
     const storage = await Storage.open(config.clickhouse);

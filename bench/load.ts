@@ -120,15 +120,19 @@ function writeBodies(path: string, count: number, population: Population): numbe
   return lines.reduce((sum, line) => sum + line.length, 0) / (count * EVENTS_PER_BATCH);
 }
 
+/** Below this, a tenth of the seeding is a handful of request rounds, too few to time: only the overall rate is printed. */
+const TIMED_TENTH = 16 * EVENTS_PER_BATCH * 10;
+
 /**
  * Makes `people` persons known: one `$pageview` from each of `people` new visitors through the service, 16
- * requests at a time: new-visitor traffic while the persons table grows from empty. Returns their distinct IDs
- * and the new IDs/s for each tenth.
+ * requests at a time: new-visitor traffic while the persons table grows from empty. Returns their distinct IDs,
+ * the new IDs/s overall and for each tenth.
  */
-async function seed(url: string, people: number): Promise<{ ids: string[]; tenths: number[] }> {
+async function seed(url: string, people: number): Promise<{ ids: string[]; rate: number; tenths: number[] }> {
   const ids = Array.from({ length: people }, visitorId);
   const tenths: number[] = [];
-  let mark = { at: performance.now(), done: 0 };
+  const started = performance.now();
+  let mark = { at: started, done: 0 };
   let done = 0;
   let next = 0;
   const worker = async () => {
@@ -157,7 +161,7 @@ async function seed(url: string, people: number): Promise<{ ids: string[]; tenth
     }
   };
   await Promise.all(Array.from({ length: 16 }, worker));
-  return { ids, tenths };
+  return { ids, rate: people / ((performance.now() - started) / 1000), tenths };
 }
 
 /** CPU seconds each kind of thread of `pid` has used so far, by thread name with digits dropped. */
@@ -374,14 +378,15 @@ async function runPersons(work: string): Promise<void> {
   for (const people of [10_000, LARGE_POPULATION]) {
     const dataDir = join(work, `service-${people}`);
     const seeding = await startService(dataDir);
-    const { ids, tenths } = await seed(seeding.url, people);
+    const { ids, rate, tenths } = await seed(seeding.url, people);
     await stop(seeding);
     const bodiesFile = join(work, `bodies-${people}.jsonl`);
     writeBodies(bodiesFile, 3000, { shape: "known", people, ids });
-    console.log(
-      `persons: ${fmt(people)} persons seeded through the service, new IDs/s by tenth: ${tenths.map(fmt).join(", ")} ` +
-        `(last/first ×${(tenths.at(-1)! / tenths[0]!).toFixed(2)})`,
-    );
+    const byTenth =
+      people / 10 < TIMED_TENTH
+        ? ""
+        : `; by tenth: ${tenths.map(fmt).join(", ")} (last/first ×${(tenths.at(-1)! / tenths[0]!).toFixed(2)})`;
+    console.log(`persons: ${fmt(people)} persons seeded through the service, ${fmt(rate)} new IDs/s${byTenth}`);
     const service = await startService(dataDir);
     const cold = await drive(service, bodiesFile);
     printLoad(`${fmt(people)} cold`, cold);

@@ -24,11 +24,14 @@ const ROOT = join(import.meta.dir, "..");
 const MODE = (process.argv[2] ?? "http") as "http" | "mix" | "new" | "persons";
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 30);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
+/** People the `http` and `mix` loads draw from, and the small population of `persons`. */
+const PEOPLE = 10_000;
 const LARGE_POPULATION = Number(process.env.BENCH_PEOPLE ?? 1_000_000);
 const EVENTS_PER_BATCH = 100;
 const KEY = "bench-key";
-/** Rows the engine baseline inserts: fixed, so that runs compare. */
+/** Rows the engine baseline inserts, and how many an insert: fixed, so that runs compare. */
 const BASELINE_ROWS = 300_000;
+const BASELINE_ROWS_PER_INSERT = 10_000;
 
 function ensureWrk(): void {
   if (Bun.which("wrk")) return;
@@ -358,7 +361,7 @@ async function runLoad(work: string, population: Population): Promise<void> {
   const service = await startService(join(work, "service"));
   const result = await drive(service, bodiesFile);
   await stop(service);
-  const engine = engineBaseline(bodiesFile, join(work, "baseline"), 10_000);
+  const engine = engineBaseline(bodiesFile, join(work, "baseline"), BASELINE_ROWS_PER_INSERT);
   const flushSize = Math.max(1, Math.round(result.flushEvents));
   const atFlushSize = engineBaseline(bodiesFile, join(work, "baseline-flush"), flushSize);
 
@@ -366,7 +369,7 @@ async function runLoad(work: string, population: Population): Promise<void> {
     `bench ${MODE}: ${CONNECTIONS} connections, ${SECONDS} s, batches of ${EVENTS_PER_BATCH} events (~${Math.round(bytesPerEvent)} bytes each)`,
   );
   printLoad("service", result);
-  printEngine("engine baseline", engine, 10_000);
+  printEngine("engine baseline", engine, BASELINE_ROWS_PER_INSERT);
   printEngine("engine, flushes", atFlushSize, flushSize);
   console.log(`  ratio service/engine: ${(result.rate / engine.rate).toFixed(2)}`);
   console.log(`  ratio service/engine at the service's flush size: ${(result.rate / atFlushSize.rate).toFixed(2)}`);
@@ -374,13 +377,14 @@ async function runLoad(work: string, population: Population): Promise<void> {
 
 /** persons: the same load over a small and a large known population, each cold (just restarted) and warm. */
 async function runPersons(work: string): Promise<void> {
-  const rates: Record<string, number> = {};
-  for (const people of [10_000, LARGE_POPULATION]) {
+  const bodiesFileFor = (people: number) => join(work, `bodies-${people}.jsonl`);
+  const rates = new Map<number, { cold: number; warm: number }>();
+  for (const people of [PEOPLE, LARGE_POPULATION]) {
     const dataDir = join(work, `service-${people}`);
     const seeding = await startService(dataDir);
     const { ids, rate, tenths } = await seed(seeding.url, people);
     await stop(seeding);
-    const bodiesFile = join(work, `bodies-${people}.jsonl`);
+    const bodiesFile = bodiesFileFor(people);
     writeBodies(bodiesFile, 3000, { shape: "known", people, ids });
     const byTenth =
       people / 10 < TIMED_TENTH
@@ -393,17 +397,15 @@ async function runPersons(work: string): Promise<void> {
     const warm = await drive(service, bodiesFile);
     printLoad(`${fmt(people)} warm`, warm);
     await stop(service);
-    rates[`${people} cold`] = cold.rate;
-    rates[`${people} warm`] = warm.rate;
+    rates.set(people, { cold: cold.rate, warm: warm.rate });
   }
-  const bodiesFile = join(work, "bodies-10000.jsonl");
-  const engine = engineBaseline(bodiesFile, join(work, "baseline"), 10_000);
-  printEngine("engine baseline", engine, 10_000);
-  for (const temperature of ["cold", "warm"]) {
-    const small = rates[`10000 ${temperature}`]!;
-    const large = rates[`${LARGE_POPULATION} ${temperature}`]!;
+  const engine = engineBaseline(bodiesFileFor(PEOPLE), join(work, "baseline"), BASELINE_ROWS_PER_INSERT);
+  printEngine("engine baseline", engine, BASELINE_ROWS_PER_INSERT);
+  for (const temperature of ["cold", "warm"] as const) {
+    const small = rates.get(PEOPLE)![temperature];
+    const large = rates.get(LARGE_POPULATION)![temperature];
     console.log(
-      `  ${temperature}: ${fmt(LARGE_POPULATION)} vs 10,000 known persons: ×${(large / small).toFixed(2)} ` +
+      `  ${temperature}: ${fmt(LARGE_POPULATION)} vs ${fmt(PEOPLE)} known persons: ×${(large / small).toFixed(2)} ` +
         `(ratio to the engine ${(small / engine.rate).toFixed(2)} → ${(large / engine.rate).toFixed(2)})`,
     );
   }
@@ -413,7 +415,7 @@ ensureWrk();
 const work = mkdtempSync(join(tmpdir(), "ingest-bench-"));
 try {
   if (MODE === "persons") await runPersons(work);
-  else await runLoad(work, { shape: MODE === "http" ? "known" : MODE, people: 10_000 });
+  else await runLoad(work, { shape: MODE === "http" ? "known" : MODE, people: PEOPLE });
 } finally {
   for (const service of running) await stop(service);
   rmSync(work, { recursive: true, force: true });

@@ -62,7 +62,7 @@ interface Outcome {
 export async function handle(request: Request, app: App): Promise<Response> {
   const url = URL.parse(request.url, BASE_URL);
   const path = url?.pathname ?? "";
-  const outcome = await route(request, url, app);
+  const outcome = await route(request, url, path, app);
   const origin = allowedOrigin(request, app.config);
   const response = origin === undefined ? outcome.response : shareWith(outcome.response, origin);
   const declared = request.headers.get("content-length");
@@ -80,8 +80,7 @@ export async function handle(request: Request, app: App): Promise<Response> {
   return response;
 }
 
-async function route(request: Request, url: URL | null, app: App): Promise<Outcome> {
-  const path = url?.pathname;
+async function route(request: Request, url: URL | null, path: string, app: App): Promise<Outcome> {
   const routeName: Route = path === "/batch" || path === "/batch/" ? "batch" : path === "/health" ? "health" : "other";
   try {
     if (url === null) throw fail.badRequest();

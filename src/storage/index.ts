@@ -9,7 +9,9 @@ import { createSchema, eventInserts, eventRow } from "./schema";
 export { SchemaError } from "./schema";
 
 export interface StorageOptions {
-  readonly identity?: IdentityOptions;
+  /** Unset ones take `DEFAULT_IDENTITY_OPTIONS`, except `soleWriter`: embedded, chDB locks the data directory
+   * to this process, so it is the only writer; on a server, other instances may write too. */
+  readonly identity?: Partial<IdentityOptions>;
   /** Most events one flush writes; concurrent requests are coalesced up to this. */
   readonly maxFlushEvents?: number;
   /** Most events waiting for a flush; past it `ingest` refuses with a retryable 503 (a batch is always taken when none wait). */
@@ -41,14 +43,15 @@ export class Storage implements EventSink {
   #closed = false;
 
   private constructor(db: ClickHouse, options: StorageOptions) {
+    const identity: IdentityOptions = {
+      ...DEFAULT_IDENTITY_OPTIONS,
+      soleWriter: db.backend === "embedded",
+      ...options.identity,
+    };
     this.#db = db;
     this.#observer = options.observer;
     this.#maxQueuedEvents = options.maxQueuedEvents ?? Number.POSITIVE_INFINITY;
-    this.#identity = new IdentityResolver(
-      db,
-      options.identity ?? DEFAULT_IDENTITY_OPTIONS,
-      options.observer?.cacheLookups,
-    );
+    this.#identity = new IdentityResolver(db, identity, options.observer?.cacheLookups);
     this.#commits = new GroupCommit((events) => this.#write(events), {
       maxItems: options.maxFlushEvents ?? DEFAULT_MAX_FLUSH_EVENTS,
       isolates: isDataError,

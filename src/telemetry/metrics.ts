@@ -47,7 +47,7 @@ export class Metrics {
   });
   readonly cacheLookups = new Counter({
     name: "ingest_identity_cache_lookups_total",
-    help: "Identity cache lookups, by kind (links: persons are not cached) and result (hit, miss)",
+    help: "Identity cache lookups, by kind (links, persons) and result (hit, miss): a miss is read from ClickHouse",
     labelNames: ["kind", "result"] as const,
     registers: [this.registry],
   });

@@ -1,12 +1,13 @@
 import { LRUCache, type Perf } from "lru-cache";
-import type { Link } from "./person";
+import type { Link, Person } from "./person";
 
 export type LinkCache = LRUCache<string, Link>;
+export type PersonCache = LRUCache<string, Person>;
 
 /**
- * Links by distinct ID, for events that change nothing. An entry is served up to `ttlMs` after it was set and
- * never later, however often it is read (that is the staleness bound); past `capacity` the least recently used
- * goes first.
+ * Links by distinct ID. An entry is served up to `ttlMs` after it was set and never later, however often it is
+ * read (the staleness bound when other processes write too; 0: no expiry); past `capacity` the least recently
+ * used goes first.
  *
  * lru-cache rather than a Map in set order: evicting a Map's first key walks past every entry deleted before
  * it (JavaScriptCore keeps them until a rehash), which made new-visitor traffic quadratic once the cache was
@@ -23,3 +24,18 @@ export function linkCache(capacity: number, ttlMs: number, clock: Perf = perform
     perf: clock,
   });
 }
+
+/** Persons by id, within about `maxBytes` of memory; past it the least recently used goes first. */
+export function personCache(maxBytes: number): PersonCache {
+  return new LRUCache<string, Person>({ maxSize: maxBytes, sizeCalculation: personBytes });
+}
+
+/**
+ * About what a person takes in memory: its properties as JSON text, twice (JavaScript strings and objects hold
+ * more than their text), and its other fields. An estimate, so the cache's bound holds within a small factor.
+ */
+export function personBytes(person: Person): number {
+  return 2 * JSON.stringify(person.properties).length + PERSON_OVERHEAD_BYTES;
+}
+
+const PERSON_OVERHEAD_BYTES = 400;

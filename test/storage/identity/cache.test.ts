@@ -1,5 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { linkCache } from "../../../src/storage/identity/cache";
+import type { Timestamp } from "../../../src/event";
+import { linkCache, personBytes, personCache } from "../../../src/storage/identity/cache";
+import type { Person } from "../../../src/storage/identity/person";
 
 const link = (version: number) => ({ personId: "p", version });
 
@@ -58,5 +60,50 @@ describe("linkCache", () => {
     cache.set("a", link(1));
     cache.delete("a");
     expect(cache.get("a")).toBeUndefined();
+  });
+});
+
+describe("linkCache without a ttl (a sole writer's)", () => {
+  test("never expires an entry; only capacity evicts", () => {
+    const clock = manualClock();
+    const cache = linkCache(2, 0, clock);
+    cache.set("a", link(1));
+    clock.to(365 * 24 * 3600 * 1000);
+    expect(cache.get("a")).toEqual(link(1));
+    cache.set("b", link(2));
+    cache.set("c", link(3));
+    expect([cache.get("a"), cache.get("b"), cache.get("c")]).toEqual([undefined, link(2), link(3)]);
+  });
+});
+
+describe("personCache", () => {
+  const person = (id: string, properties: Person["properties"] = {}): Person => ({
+    id,
+    distinctId: id,
+    properties,
+    isIdentified: false,
+    isDeleted: false,
+    createdAt: "2024-01-01 00:00:00.000000" as Timestamp,
+    version: 1,
+  });
+
+  test("a person's size grows with its properties", () => {
+    expect(personBytes(person("p", { note: "x".repeat(1_000) }))).toBeGreaterThan(personBytes(person("p")) + 2_000);
+  });
+
+  test("stays within its byte budget, the least recently used going first", () => {
+    const one = personBytes(person("p-0"));
+    const cache = personCache(10 * one);
+    for (let i = 0; i < 1_000; i++) cache.set(`p-${i}`, person(`p-${i}`));
+    expect(cache.calculatedSize).toBeLessThanOrEqual(10 * one);
+    expect(cache.size).toBe(10);
+    expect(cache.get("p-999")?.id).toBe("p-999");
+    expect(cache.get("p-989")).toBeUndefined();
+  });
+
+  test("a person larger than the whole budget is not kept", () => {
+    const cache = personCache(1_000);
+    cache.set("big", person("big", { note: "x".repeat(10_000) }));
+    expect(cache.get("big")).toBeUndefined();
   });
 });

@@ -13,9 +13,9 @@ import { send, startService, type TestService } from "../../helpers/service";
 const KEY = "key-1";
 const TTL_MS = 200;
 
-/** Two service instances, each with its own storage and cache, over one database. */
+/** Two service instances, each with its own storage and cache, over one database: neither is its sole writer. */
 async function twoInstances(): Promise<[TestService, TestService]> {
-  const options = { identity: { cacheTtlMs: TTL_MS, cacheCapacity: 10_000 } };
+  const options = { identity: { soleWriter: false, cacheTtlMs: TTL_MS, cacheCapacity: 10_000 } };
   const a = await startService({ PUBLIC_API_KEYS: KEY }, options);
   const b = await startService({ PUBLIC_API_KEYS: KEY, CLICKHOUSE_DATABASE: a.config.clickhouse.database }, options);
   return [a, b];

@@ -15,37 +15,43 @@ const GROUPS = 4;
 const IDS_PER_GROUP = 8;
 const ROUNDS = 40;
 
-test(`identity matches the reference model: concurrent batches and a restart midway (seed ${SEED})`, async () => {
-  const rng = random(SEED);
-  const model = new IdentityModel();
-  // IDs are split into groups that never link to each other, so batches of different groups may be sent
-  // concurrently and applied in any order without changing the outcome.
-  const groups = Array.from({ length: GROUPS }, (_, g) =>
-    Array.from({ length: IDS_PER_GROUP }, (_, i) => (i < 5 ? `anon-${g}-${i}` : `user-${g}-${i}`)),
-  );
+// Both ways a process can resolve: as its database's only writer (embedded), and beside other writers (a server).
+test.each([true, false])(
+  `identity matches the reference model: concurrent batches and a restart midway (seed ${SEED}, sole writer: %p)`,
+  async (soleWriter) => {
+    const options = { identity: { soleWriter } };
+    const rng = random(SEED);
+    const model = new IdentityModel();
+    // IDs are split into groups that never link to each other, so batches of different groups may be sent
+    // concurrently and applied in any order without changing the outcome.
+    const groups = Array.from({ length: GROUPS }, (_, g) =>
+      Array.from({ length: IDS_PER_GROUP }, (_, i) => (i < 5 ? `anon-${g}-${i}` : `user-${g}-${i}`)),
+    );
 
-  let service: TestService = await startService({ PUBLIC_API_KEYS: KEY });
-  const database = service.config.clickhouse.database;
-  let sent = 0;
-  try {
-    for (let round = 0; round < ROUNDS; round++) {
-      if (round === ROUNDS / 2) {
-        await service.stop({ drop: false }); // a restart: the new process has an empty cache
-        service = await startService({ PUBLIC_API_KEYS: KEY, CLICKHOUSE_DATABASE: database });
+    let service: TestService = await startService({ PUBLIC_API_KEYS: KEY }, options);
+    const database = service.config.clickhouse.database;
+    let sent = 0;
+    try {
+      for (let round = 0; round < ROUNDS; round++) {
+        if (round === ROUNDS / 2) {
+          await service.stop({ drop: false }); // a restart: the new process has an empty cache
+          service = await startService({ PUBLIC_API_KEYS: KEY, CLICKHOUSE_DATABASE: database }, options);
+        }
+        const batches: ModelEvent[][] = groups.map((ids) =>
+          Array.from({ length: 1 + rng.int(30) }, () => randomEvent(rng, ids)),
+        );
+        const answers = await Promise.all(batches.map((batch) => send(service, { api_key: KEY, batch })));
+        for (const [i, answer] of answers.entries())
+          expect(answer).toMatchObject({ status: 200, body: { ingested: batches[i]!.length } });
+        for (const batch of batches) for (const event of batch) model.apply(event);
+        sent += batches.reduce((n, batch) => n + batch.length, 0);
       }
-      const batches: ModelEvent[][] = groups.map((ids) =>
-        Array.from({ length: 1 + rng.int(30) }, () => randomEvent(rng, ids)),
-      );
-      const answers = await Promise.all(batches.map((batch) => send(service, { api_key: KEY, batch })));
-      for (const [i, answer] of answers.entries())
-        expect(answer).toMatchObject({ status: 200, body: { ingested: batches[i]!.length } });
-      for (const batch of batches) for (const event of batch) model.apply(event);
-      sent += batches.reduce((n, batch) => n + batch.length, 0);
+      expect(sent).toBeGreaterThan(1_500);
+      await expectStoredToMatch(service.db, model);
+      await expectNoSplitPersons(service.db);
+    } finally {
+      await service.stop();
     }
-    expect(sent).toBeGreaterThan(1_500);
-    await expectStoredToMatch(service.db, model);
-    await expectNoSplitPersons(service.db);
-  } finally {
-    await service.stop();
-  }
-}, 60_000);
+  },
+  60_000,
+);

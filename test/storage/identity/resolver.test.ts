@@ -459,7 +459,10 @@ describe("a person left behind by a failed write", () => {
 
 describe("hostile IDs", () => {
   test("an $anon_distinct_id with a lone surrogate links, and stays linked once the cache has expired", async () => {
-    const short = await startService({ PUBLIC_API_KEYS: KEY }, { identity: { cacheTtlMs: 50, cacheCapacity: 100 } });
+    const short = await startService(
+      { PUBLIC_API_KEYS: KEY },
+      { identity: { soleWriter: false, cacheTtlMs: 50, cacheCapacity: 100 } },
+    );
     try {
       // escapes in the JSON text: the anonymous ID arrives with two different lone surrogates, both U+FFFD
       const body = (event: string, fields: string) => `{"api_key":"${KEY}","batch":[{"event":"${event}",${fields}}]}`;

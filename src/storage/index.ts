@@ -3,7 +3,13 @@ import { fail } from "../errors";
 import type { CapturedEvent, EventSink } from "../event";
 import { ClickHouse, isDataError } from "./clickhouse";
 import { GroupCommit } from "./group-commit";
-import { type CacheObserver, DEFAULT_IDENTITY_OPTIONS, type IdentityOptions, IdentityResolver } from "./identity";
+import {
+  type CacheObserver,
+  DEFAULT_IDENTITY_OPTIONS,
+  type IdentityOptions,
+  IdentityResolver,
+  type Preloaded,
+} from "./identity";
 import { createSchema, eventInserts, eventRow } from "./schema";
 
 export { SchemaError } from "./schema";
@@ -24,6 +30,8 @@ export interface StorageObserver {
   flushed(events: number, seconds: number): void;
   flushFailed(events: number, seconds: number, error: unknown): void;
   cacheLookups: CacheObserver;
+  /** At startup, a sole writer read the links it could hold into its cache. */
+  linksPreloaded(preloaded: Preloaded): void;
   /** A missing column was added at startup. */
   schemaRepaired(table: string, column: string, type: string): void;
 }
@@ -58,16 +66,19 @@ export class Storage implements EventSink {
     });
   }
 
-  /** Connects and creates the schema if it is missing. */
+  /** Connects, creates the schema if it is missing, and (a sole writer) reads the links it can hold. */
   static async open(config: ClickHouseConfig, options: StorageOptions = {}): Promise<Storage> {
     const db = await ClickHouse.connect(config);
     try {
       await createSchema(db, options.observer?.schemaRepaired);
+      const storage = new Storage(db, options);
+      const preloaded = await storage.#identity.preload();
+      options.observer?.linksPreloaded(preloaded);
+      return storage;
     } catch (error) {
       await db.close();
       throw error;
     }
-    return new Storage(db, options);
   }
 
   /** Settles once the events, their persons and distinct IDs are all in ClickHouse (or the write failed). */

@@ -13,7 +13,11 @@ export type PersonCache = LRUCache<string, Person>;
  * it (JavaScriptCore keeps them until a rehash), which made new-visitor traffic quadratic once the cache was
  * full (100,000 new IDs cost 25–34 s in eviction alone at 200,000 entries).
  */
-export function linkCache(capacity: number, ttlMs: number, clock: Perf = performance): LinkCache {
+export function linkCache(
+  capacity: number,
+  ttlMs: number,
+  { clock = performance, onEvict }: { clock?: Perf; onEvict?: () => void } = {},
+): LinkCache {
   // ttlResolution 0: every read asks the clock, rather than reusing a time up to 1 ms old
   return new LRUCache<string, Link>({
     max: capacity,
@@ -22,6 +26,7 @@ export function linkCache(capacity: number, ttlMs: number, clock: Perf = perform
     ttlAutopurge: false,
     updateAgeOnGet: false,
     perf: clock,
+    ...(onEvict && { dispose: (_link: Link, _id: string, reason: string) => reason === "evict" && onEvict() }),
   });
 }
 

@@ -4,5 +4,6 @@ export {
   DEFAULT_IDENTITY_OPTIONS,
   type IdentityOptions,
   IdentityResolver,
+  type Preloaded,
   type Resolution,
 } from "./resolver";

@@ -28,6 +28,30 @@ export async function loadLinks(db: ClickHouse, distinctIds: readonly string[]):
 }
 
 /**
+ * Every current link, a page at a time in distinct ID order (distinct IDs are never empty, so the first page
+ * starts after ""). Each page resumes after the last ID of the one before, and reads the table in key order (`optimize_aggregation_in_order`), so a page costs its own rows
+ * rather than the rest of the table.
+ */
+export async function* allLinks(db: ClickHouse, pageSize: number): AsyncGenerator<Map<string, Link>> {
+  for (let after = ""; ; ) {
+    const rows = await db.rows<LinkRecord>(
+      `SELECT distinct_id, toString(argMax(person_id, version)) AS person, max(version) AS latest_version
+       FROM ${db.table("person_distinct_ids")}
+       WHERE distinct_id > {after:String}
+       GROUP BY distinct_id
+       HAVING argMax(is_deleted, version) = 0
+       ORDER BY distinct_id
+       LIMIT {pageSize:UInt32}
+       SETTINGS optimize_aggregation_in_order = 1`,
+      { after, pageSize },
+    );
+    yield toLinks(rows);
+    if (rows.length < pageSize) return;
+    after = rows.at(-1)!.distinct_id;
+  }
+}
+
+/**
  * Every distinct ID currently on one of these persons. The bloom filter index narrows the inner scan to the
  * persons' granules; the outer query keeps only IDs whose latest version still points at one of them.
  */

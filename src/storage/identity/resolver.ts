@@ -4,7 +4,7 @@ import type { DistinctIdRow, PersonRow } from "../schema";
 import { IdentityBatch } from "./batch";
 import { type LinkCache, linkCache, type PersonCache, personCache } from "./cache";
 import { changesPersons, type PersonIntent, personIntentOf } from "./person-rules";
-import { linkRow, loadLinks, loadLinksOfPersons, loadPersons, personRow } from "./person-store";
+import { allLinks, linkRow, loadLinks, loadLinksOfPersons, loadPersons, personRow } from "./person-store";
 import { VersionClock } from "./version-clock";
 
 export interface IdentityOptions {
@@ -22,8 +22,24 @@ export interface IdentityOptions {
   readonly personCacheBytes: number;
 }
 
-/** Told how each batch's link reads went: how many came from the cache and how many had to be read. */
+/** Told how each batch's lookups went: how many the cache answered and how many had to be read. */
 export type CacheObserver = (kind: "links" | "persons", hits: number, misses: number) => void;
+
+/** What `preload` did: how many links it read, in how long, and whether they were all of them. */
+export interface Preloaded {
+  readonly links: number;
+  readonly seconds: number;
+  readonly complete: boolean;
+}
+
+/** Links read per query by `preload`: about 50 ms of the engine's time each. */
+const PRELOAD_PAGE = 10_000;
+
+/**
+ * Most IDs a complete link cache may be unsure of (after failed writes) before it stops counting itself
+ * complete, so an outage with new visitors arriving cannot grow the set without bound.
+ */
+const MAX_UNSURE = 10_000;
 
 export const DEFAULT_IDENTITY_OPTIONS: IdentityOptions = {
   soleWriter: false,
@@ -56,14 +72,47 @@ export class IdentityResolver {
   /** Sole writer only. */
   readonly #persons: PersonCache | undefined;
   readonly #clock = new VersionClock();
+  /**
+   * Sole writer, once `preload` found every link fits: the cache holds every link ClickHouse has, except
+   * perhaps those of `#unsure` IDs, so an ID it does not hold is new and needs no read. An eviction ends it.
+   */
+  #complete = false;
+  /** IDs a failed write touched: ClickHouse may hold links of theirs that the cache does not. */
+  readonly #unsure = new Set<string>();
 
   constructor(
     private readonly db: ClickHouse,
-    options: IdentityOptions = DEFAULT_IDENTITY_OPTIONS,
+    private readonly options: IdentityOptions = DEFAULT_IDENTITY_OPTIONS,
     private readonly observeCache: CacheObserver = () => {},
   ) {
-    this.#links = linkCache(options.cacheCapacity, options.soleWriter ? 0 : options.cacheTtlMs);
+    this.#links = linkCache(options.cacheCapacity, options.soleWriter ? 0 : options.cacheTtlMs, {
+      onEvict: () => this.#incomplete(),
+    });
     if (options.soleWriter) this.#persons = personCache(options.personCacheBytes);
+  }
+
+  /**
+   * Sole writer: reads every link ClickHouse has into the cache, if they fit in it, so that from then on only
+   * IDs the cache does not hold are new ones, and those need no read. Call once, before the first batch. Links
+   * that do not all fit are partly read and left to the cache as any others; later batches read what it lacks.
+   */
+  async preload(): Promise<Preloaded> {
+    const started = performance.now();
+    let links = 0;
+    if (this.#persons !== undefined) {
+      this.#complete = true;
+      try {
+        for await (const page of allLinks(this.db, PRELOAD_PAGE)) {
+          for (const [id, link] of page) this.#links.set(id, link);
+          links += page.size;
+          if (links > this.options.cacheCapacity) break; // evicted already: complete is false
+        }
+      } catch (error) {
+        this.#incomplete();
+        throw error;
+      }
+    }
+    return { links, seconds: (performance.now() - started) / 1000, complete: this.#complete };
   }
 
   async resolve(events: readonly CapturedEvent[]): Promise<Resolution> {
@@ -109,10 +158,12 @@ export class IdentityResolver {
       if (cached === undefined) missing.push(id);
       else batch.links.put(id, cached, "cached");
     }
-    if (missing.length > 0) {
-      for (const [id, link] of await loadLinks(this.db, missing)) batch.links.put(id, link, "loaded");
+    // A complete cache knows that an ID it does not hold is new, unless a failed write touched it.
+    const unread = this.#complete ? missing.filter((id) => this.#unsure.has(id)) : missing;
+    if (unread.length > 0) {
+      for (const [id, link] of await loadLinks(this.db, unread)) batch.links.put(id, link, "loaded");
     }
-    this.observeCache("links", wanted.size - missing.length, missing.length);
+    this.observeCache("links", wanted.size - unread.length, unread.length);
 
     // Persons are read only for the events that change them, and only when linked. An event that changes nothing
     // needs only its link; a new ID's person is created, not read: every write that creates a person also links
@@ -125,26 +176,37 @@ export class IdentityResolver {
       if (personId !== undefined) persons.add(personId);
     }
     if (persons.size === 0) return;
-    const unread: string[] = [];
+    const toRead: string[] = [];
     for (const personId of persons) {
       const cached = this.#persons?.get(personId);
-      if (cached === undefined) unread.push(personId);
+      if (cached === undefined) toRead.push(personId);
       else batch.persons.put(personId, cached, "cached");
     }
-    this.observeCache("persons", persons.size - unread.length, unread.length);
-    if (unread.length === 0) return;
-    for (const [id, person] of await loadPersons(this.db, unread)) batch.persons.put(id, person, "loaded");
+    this.observeCache("persons", persons.size - toRead.length, toRead.length);
+    if (toRead.length === 0) return;
+    for (const [id, person] of await loadPersons(this.db, toRead)) batch.persons.put(id, person, "loaded");
   }
 
   /** Caches the links and persons the batch read from ClickHouse or wrote; what it took from a cache stays as is. */
   #remember(batch: IdentityBatch): void {
     for (const [id, link] of batch.links.entries(["loaded", "changed"])) this.#links.set(id, link);
+    // every ID the batch looked up now has its link in the cache (SPEC §2.5 rule 4)
+    for (const id of batch.links.keys()) this.#unsure.delete(id);
     if (this.#persons === undefined) return;
     for (const [id, person] of batch.persons.entries(["loaded", "changed"])) this.#persons.set(id, person);
   }
 
   #forget(batch: IdentityBatch): void {
-    for (const id of batch.links.keys()) this.#links.delete(id);
+    for (const id of batch.links.keys()) {
+      this.#links.delete(id);
+      if (this.#complete) this.#unsure.add(id);
+    }
     for (const id of batch.persons.keys()) this.#persons?.delete(id);
+    if (this.#unsure.size > MAX_UNSURE) this.#incomplete();
+  }
+
+  #incomplete(): void {
+    this.#complete = false;
+    this.#unsure.clear();
   }
 }

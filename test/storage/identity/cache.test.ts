@@ -14,7 +14,7 @@ function manualClock() {
 describe("linkCache", () => {
   test("entries are served up to ttl after they were set and never later, however often they are read", () => {
     const clock = manualClock();
-    const cache = linkCache(10, 100, clock);
+    const cache = linkCache(10, 100, { clock });
     cache.set("a", link(1));
     clock.to(50);
     expect(cache.get("a")).toEqual(link(1));
@@ -27,7 +27,7 @@ describe("linkCache", () => {
 
   test("setting an entry again renews it", () => {
     const clock = manualClock();
-    const cache = linkCache(10, 100, clock);
+    const cache = linkCache(10, 100, { clock });
     cache.set("a", link(1));
     clock.to(50);
     cache.set("a", link(2));
@@ -38,7 +38,7 @@ describe("linkCache", () => {
   });
 
   test("past capacity, the least recently used entry goes first", () => {
-    const cache = linkCache(2, 1_000, manualClock());
+    const cache = linkCache(2, 1_000, { clock: manualClock() });
     cache.set("a", link(1));
     cache.set("b", link(2));
     expect(cache.get("a")).toEqual(link(1));
@@ -48,7 +48,7 @@ describe("linkCache", () => {
   });
 
   test("holds its capacity through many more distinct IDs than it keeps", () => {
-    const cache = linkCache(1_000, 60_000, manualClock());
+    const cache = linkCache(1_000, 60_000, { clock: manualClock() });
     for (let i = 0; i < 50_000; i++) cache.set(`id-${i}`, link(i));
     expect(cache.size).toBe(1_000);
     expect(cache.get("id-49999")).toEqual(link(49_999));
@@ -56,7 +56,7 @@ describe("linkCache", () => {
   });
 
   test("delete forgets", () => {
-    const cache = linkCache(10, 100, manualClock());
+    const cache = linkCache(10, 100, { clock: manualClock() });
     cache.set("a", link(1));
     cache.delete("a");
     expect(cache.get("a")).toBeUndefined();
@@ -66,7 +66,7 @@ describe("linkCache", () => {
 describe("linkCache without a ttl (a sole writer's)", () => {
   test("never expires an entry; only capacity evicts", () => {
     const clock = manualClock();
-    const cache = linkCache(2, 0, clock);
+    const cache = linkCache(2, 0, { clock });
     cache.set("a", link(1));
     clock.to(365 * 24 * 3600 * 1000);
     expect(cache.get("a")).toEqual(link(1));

@@ -43,7 +43,7 @@ describe("basic identity rules (SPEC §2.5 rules 1–4)", () => {
     expect([...personIds]).toEqual([personIdFor("carol")]);
   });
 
-  test("an existing link wins over the derived id", async () => {
+  test("an existing link, stored before this process started, wins over the derived id", async () => {
     const existing = "11111111-2222-4333-8444-555555555555";
     await service.db.insert("person_distinct_ids", [
       { distinct_id: "dave", person_id: existing, is_deleted: 0, version: 1 },
@@ -59,7 +59,12 @@ describe("basic identity rules (SPEC §2.5 rules 1–4)", () => {
         version: 1,
       },
     ]);
-    await capture([{ event: "e", distinct_id: "dave" }]);
+    const later = await startService({ PUBLIC_API_KEYS: KEY, CLICKHOUSE_DATABASE: service.config.clickhouse.database });
+    try {
+      expect((await send(later, { api_key: KEY, batch: [{ event: "e", distinct_id: "dave" }] })).status).toBe(200);
+    } finally {
+      await later.stop({ drop: false });
+    }
     const stored = (await events(service.db)).find((e) => e.distinct_id === "dave")!;
     expect(stored.person_id).toBe(existing);
     expect((await persons(service.db)).has(personIdFor("dave"))).toBe(false);

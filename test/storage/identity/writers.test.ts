@@ -1,6 +1,7 @@
 import { describe, expect, spyOn, test } from "bun:test";
 import type { StorageObserver } from "../../../src/storage";
-import { personOf } from "../../helpers/rows";
+import type { IdentityOptions } from "../../../src/storage/identity";
+import { events, personOf } from "../../helpers/rows";
 import { send, startService } from "../../helpers/service";
 
 const KEY = "key-1";
@@ -8,18 +9,23 @@ const KEY = "key-1";
 type Lookups = Partial<Record<"links" | "persons", { hits: number; misses: number }>>;
 
 /** A service whose identity cache lookups are counted, batch after batch. */
-async function counted(soleWriter: boolean | undefined, env: Record<string, string> = {}) {
+async function counted(
+  soleWriter: boolean | undefined,
+  env: Record<string, string> = {},
+  more: Partial<IdentityOptions> = {},
+) {
   let lookups: Lookups = {};
   const observer: StorageObserver = {
     flushed() {},
     flushFailed() {},
     schemaRepaired() {},
+    linksPreloaded() {},
     cacheLookups(kind, hits, misses) {
       const seen = lookups[kind] ?? { hits: 0, misses: 0 };
       lookups[kind] = { hits: seen.hits + hits, misses: seen.misses + misses };
     },
   };
-  const identity = soleWriter === undefined ? {} : { soleWriter };
+  const identity = soleWriter === undefined ? more : { ...more, soleWriter };
   const service = await startService({ PUBLIC_API_KEYS: KEY, ...env }, { identity, observer });
   /** Sends one batch and returns what its resolution looked up. */
   const capture = async (batch: object[]): Promise<Lookups> => {
@@ -40,8 +46,8 @@ describe("a sole writer (embedded: chDB locks the data directory to one process)
   test("serves every event's links and persons from its caches once it has read or written them", async () => {
     const { service, capture } = await counted(true);
     try {
-      // a new ID: its link is looked up, its person created without a read
-      expect(await capture([set("u", { a: 1 })])).toEqual({ links: { hits: 0, misses: 1 } });
+      // It read every link at startup (none), so a new ID is known to be new: no read, and its person is created.
+      expect(await capture([set("u", { a: 1 })])).toEqual({ links: { hits: 1, misses: 0 } });
       expect(await capture([set("u", { b: 2 })])).toEqual({
         links: { hits: 1, misses: 0 },
         persons: { hits: 1, misses: 0 },
@@ -53,21 +59,41 @@ describe("a sole writer (embedded: chDB locks the data directory to one process)
     }
   });
 
-  test("a restarted one reads what it does not hold yet, once", async () => {
+  test("a restarted one has every link from startup and reads a person once", async () => {
     const first = await counted(true);
-    await first.capture([set("r", { a: 1 })]);
+    await first.capture([
+      set("r", { a: 1 }),
+      { event: "$identify", distinct_id: "r", properties: { $anon_distinct_id: "r-anon" } },
+    ]);
     await first.service.stop({ drop: false });
     const { service, capture } = await counted(true, { CLICKHOUSE_DATABASE: first.service.config.clickhouse.database });
     try {
-      expect(await capture([set("r", { b: 2 })])).toEqual({
-        links: { hits: 0, misses: 1 },
+      expect(await capture([set("r-anon", { b: 2 })])).toEqual({
+        links: { hits: 1, misses: 0 },
         persons: { hits: 0, misses: 1 },
       });
-      expect(await capture([set("r", { c: 3 })])).toEqual({
-        links: { hits: 1, misses: 0 },
+      expect(await capture([set("r", { c: 3 }), { event: "$pageview", distinct_id: "new" }])).toEqual({
+        links: { hits: 2, misses: 0 },
         persons: { hits: 1, misses: 0 },
       });
-      expect((await personOf(service.db, "r"))?.properties).toEqual({ a: 1, b: 2, c: 3 });
+      expect((await personOf(service.db, "r-anon"))?.properties).toEqual({ a: 1, b: 2, c: 3 });
+    } finally {
+      await service.stop();
+    }
+  });
+
+  test("when the stored links do not all fit its cache, it reads the IDs it does not hold", async () => {
+    const first = await counted(true);
+    await first.capture([1, 2, 3].map((n) => ({ event: "$pageview", distinct_id: `many-${n}` })));
+    await first.service.stop({ drop: false });
+    const database = first.service.config.clickhouse.database;
+    const { service, capture } = await counted(true, { CLICKHOUSE_DATABASE: database }, { cacheCapacity: 2 });
+    try {
+      // two of the three stored links were kept; the third, and any new ID, must be read
+      const lookups = await capture([1, 2, 3, 4].map((n) => ({ event: "$pageview", distinct_id: `many-${n}` })));
+      expect(lookups.links!.misses).toBeGreaterThanOrEqual(2);
+      expect(lookups.links!.hits + lookups.links!.misses).toBe(4);
+      expect(new Set((await events(service.db)).map((event) => event.person_id)).size).toBe(4);
     } finally {
       await service.stop();
     }

@@ -35,6 +35,10 @@ export interface Config {
   readonly shutdownTimeoutMs: number;
   /** Most events waiting to be written; past it, requests get 503 with Retry-After. */
   readonly maxQueuedEvents: number;
+  /** Most distinct ID → person links held in memory. */
+  readonly linkCacheEntries: number;
+  /** About how much memory cached persons may take (embedded only: a server's instances do not cache them). */
+  readonly personCacheMiB: number;
   readonly clickhouse: ClickHouseConfig;
   readonly logLevel: Level;
   /** Where Prometheus metrics are served (`GET /metrics`); undefined: not served. */
@@ -53,6 +57,8 @@ export const DEFAULTS = {
   requestTimeoutMs: 30_000,
   shutdownTimeoutMs: 10_000,
   maxQueuedEvents: 100_000,
+  linkCacheEntries: 200_000,
+  personCacheMiB: 64,
   logLevel: "info",
   database: "default",
   dataDir: "./data",
@@ -88,6 +94,8 @@ const Env = type({
   "REQUEST_TIMEOUT_MS?": type("string.integer.parse").to("number.integer > 0"),
   "SHUTDOWN_TIMEOUT_MS?": type("string.integer.parse").to("number.integer >= 0"),
   "MAX_QUEUED_EVENTS?": type("string.integer.parse").to("number.integer > 0"),
+  "LINK_CACHE_ENTRIES?": type("string.integer.parse").to("number.integer > 0"),
+  "PERSON_CACHE_MIB?": type("string.integer.parse").to("number.integer > 0"),
   "LOG_LEVEL?": type.enumerated(...LEVELS),
   "METRICS_PORT?": type("string.integer.parse").to("0 <= number.integer <= 65535"),
   "CLICKHOUSE_URL?": type("string.url").narrow(
@@ -126,6 +134,16 @@ export const SETTINGS: readonly { readonly name: string; readonly default: strin
     name: "MAX_QUEUED_EVENTS",
     default: String(DEFAULTS.maxQueuedEvents),
     meaning: "most events waiting to be written; past it 503 with Retry-After",
+  },
+  {
+    name: "LINK_CACHE_ENTRIES",
+    default: String(DEFAULTS.linkCacheEntries),
+    meaning: "distinct ID links held in memory (about 230 bytes each)",
+  },
+  {
+    name: "PERSON_CACHE_MIB",
+    default: String(DEFAULTS.personCacheMiB),
+    meaning: "memory for cached persons (embedded only)",
   },
   { name: "LOG_LEVEL", default: DEFAULTS.logLevel, meaning: `${LEVELS.join(", ")}: JSON lines on stdout` },
   { name: "METRICS_PORT", default: "(off)", meaning: "serve Prometheus metrics at GET /metrics on this port" },
@@ -183,6 +201,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     requestTimeoutMs: parsed.REQUEST_TIMEOUT_MS ?? DEFAULTS.requestTimeoutMs,
     shutdownTimeoutMs: parsed.SHUTDOWN_TIMEOUT_MS ?? DEFAULTS.shutdownTimeoutMs,
     maxQueuedEvents: parsed.MAX_QUEUED_EVENTS ?? DEFAULTS.maxQueuedEvents,
+    linkCacheEntries: parsed.LINK_CACHE_ENTRIES ?? DEFAULTS.linkCacheEntries,
+    personCacheMiB: parsed.PERSON_CACHE_MIB ?? DEFAULTS.personCacheMiB,
     logLevel: parsed.LOG_LEVEL ?? DEFAULTS.logLevel,
     metricsPort: parsed.METRICS_PORT,
     clickhouse: parsed.CLICKHOUSE_URL

@@ -12,6 +12,7 @@ describe("loadConfig", () => {
     expect(config.maxBatchBytes).toBe(20 * 1024 * 1024);
     expect(config.allowedOrigins.size).toBe(0);
     expect(config.publicApiKeys.size).toBe(0);
+    expect([config.linkCacheEntries, config.personCacheMiB]).toEqual([200_000, 64]);
     expect(config.clickhouse).toEqual({
       kind: "embedded",
       dataDir: resolve("./data"),
@@ -66,8 +67,22 @@ describe("loadConfig", () => {
   });
 
   test("numbers are parsed and checked", () => {
-    const config = loadConfig({ PORT: "0", MAX_EVENTS_PER_BATCH: "5", MAX_BATCH_BYTES: "1024", HOST: "127.0.0.1" });
-    expect(config).toMatchObject({ port: 0, maxEventsPerBatch: 5, maxBatchBytes: 1024, host: "127.0.0.1" });
+    const config = loadConfig({
+      PORT: "0",
+      MAX_EVENTS_PER_BATCH: "5",
+      MAX_BATCH_BYTES: "1024",
+      HOST: "127.0.0.1",
+      LINK_CACHE_ENTRIES: "2000000",
+      PERSON_CACHE_MIB: "512",
+    });
+    expect(config).toMatchObject({
+      port: 0,
+      maxEventsPerBatch: 5,
+      maxBatchBytes: 1024,
+      host: "127.0.0.1",
+      linkCacheEntries: 2_000_000,
+      personCacheMiB: 512,
+    });
   });
 
   test("every bad value is reported at once", () => {
@@ -80,6 +95,8 @@ describe("loadConfig", () => {
         ALLOWED_ORIGINS: "https://ok.example.com,https://bad.example.com/",
         CLICKHOUSE_URL: "ftp://clickhouse",
         CLICKHOUSE_DATABASE: "no-dashes",
+        LINK_CACHE_ENTRIES: "0",
+        PERSON_CACHE_MIB: "-1",
       });
     } catch (caught) {
       error = caught;
@@ -93,6 +110,8 @@ describe("loadConfig", () => {
       "ALLOWED_ORIGINS",
       "CLICKHOUSE_URL",
       "CLICKHOUSE_DATABASE",
+      "LINK_CACHE_ENTRIES",
+      "PERSON_CACHE_MIB",
     ]) {
       expect(message).toContain(name);
     }

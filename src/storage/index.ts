@@ -30,8 +30,8 @@ export interface StorageObserver {
   flushed(events: number, seconds: number): void;
   flushFailed(events: number, seconds: number, error: unknown): void;
   cacheLookups: CacheObserver;
-  /** At startup, a sole writer read the links it could hold into its cache. */
-  linksPreloaded(preloaded: Preloaded): void;
+  /** At startup, a sole writer read the links and persons it could hold into its caches. */
+  preloaded(preloaded: Preloaded): void;
   /** A missing column was added at startup. */
   schemaRepaired(table: string, column: string, type: string): void;
 }
@@ -73,7 +73,7 @@ export class Storage implements EventSink {
       await createSchema(db, options.observer?.schemaRepaired);
       const storage = new Storage(db, options);
       const preloaded = await storage.#identity.preload();
-      options.observer?.linksPreloaded(preloaded);
+      options.observer?.preloaded(preloaded);
       return storage;
     } catch (error) {
       await db.close();

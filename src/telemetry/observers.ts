@@ -41,8 +41,8 @@ export function storageObserver(log: Logger, metrics: Metrics): StorageObserver 
       if (hits > 0) metrics.cacheLookups.inc({ kind, result: "hit" }, hits);
       if (misses > 0) metrics.cacheLookups.inc({ kind, result: "miss" }, misses);
     },
-    linksPreloaded({ links, seconds, complete }) {
-      if (links > 0) log.info("identity cache preloaded", { links, seconds, complete });
+    preloaded({ links, persons, seconds, complete }) {
+      if (links > 0) log.info("identity caches preloaded", { links, persons, seconds, complete });
     },
     schemaRepaired(table, column, type) {
       log.warn("schema repaired: a missing column was added", { table, column, type });

@@ -83,22 +83,46 @@ interface PersonRecord {
   latest_version: string | number;
 }
 
-/** The latest version of each of these persons; unknown ones are absent. */
-export async function loadPersons(db: ClickHouse, personIds: readonly string[]): Promise<Map<string, Person>> {
-  const rows = await db.rowsIn<PersonRecord>(
-    `SELECT toString(id) AS person,
+/** The latest version of a person, from its rows grouped by `id`. */
+const PERSON_COLUMNS = `toString(id) AS person,
        argMax(distinct_id, version) AS primary_id,
        argMax(properties, version) AS props,
        argMax(is_identified, version) AS identified,
        argMax(is_deleted, version) AS deleted,
        toString(argMax(created_at, version)) AS created,
-       max(version) AS latest_version
-     FROM ${db.table("persons")}
-     WHERE id IN {ids:Array(UUID)}
-     GROUP BY id`,
+       max(version) AS latest_version`;
+
+/** The latest version of each of these persons; unknown ones are absent. */
+export async function loadPersons(db: ClickHouse, personIds: readonly string[]): Promise<Map<string, Person>> {
+  const rows = await db.rowsIn<PersonRecord>(
+    `SELECT ${PERSON_COLUMNS} FROM ${db.table("persons")} WHERE id IN {ids:Array(UUID)} GROUP BY id`,
     "ids",
     personIds,
   );
+  return toPersons(rows);
+}
+
+/** Every person, a page at a time in id order (person ids are UUIDs other than the nil one), as `allLinks`. */
+export async function* allPersons(db: ClickHouse, pageSize: number): AsyncGenerator<Map<string, Person>> {
+  for (let after = NIL_UUID; ; ) {
+    const rows = await db.rows<PersonRecord>(
+      `SELECT ${PERSON_COLUMNS} FROM ${db.table("persons")}
+       WHERE id > {after:UUID}
+       GROUP BY id
+       ORDER BY id
+       LIMIT {pageSize:UInt32}
+       SETTINGS optimize_aggregation_in_order = 1`,
+      { after, pageSize },
+    );
+    yield toPersons(rows);
+    if (rows.length < pageSize) return;
+    after = rows.at(-1)!.person;
+  }
+}
+
+const NIL_UUID = "00000000-0000-0000-0000-000000000000";
+
+function toPersons(rows: readonly PersonRecord[]): Map<string, Person> {
   return new Map(
     rows.map((row) => [
       row.person,

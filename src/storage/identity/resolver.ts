@@ -1,10 +1,11 @@
+import { DEFAULTS } from "../../config";
 import type { CapturedEvent } from "../../event";
 import type { ClickHouse } from "../clickhouse";
 import type { DistinctIdRow, PersonRow } from "../schema";
 import { IdentityBatch } from "./batch";
-import { type LinkCache, linkCache, type PersonCache, personCache } from "./cache";
+import { type LinkCache, linkCache, type PersonCache, personBytes, personCache } from "./cache";
 import { changesPersons, type PersonIntent, personIntentOf } from "./person-rules";
-import { allLinks, linkRow, loadLinks, loadLinksOfPersons, loadPersons, personRow } from "./person-store";
+import { allLinks, allPersons, linkRow, loadLinks, loadLinksOfPersons, loadPersons, personRow } from "./person-store";
 import { VersionClock } from "./version-clock";
 
 export interface IdentityOptions {
@@ -25,14 +26,15 @@ export interface IdentityOptions {
 /** Told how each batch's lookups went: how many the cache answered and how many had to be read. */
 export type CacheObserver = (kind: "links" | "persons", hits: number, misses: number) => void;
 
-/** What `preload` did: how many links it read, in how long, and whether they were all of them. */
+/** What `preload` did: how many links and persons it read, in how long, and whether the links were all of them. */
 export interface Preloaded {
   readonly links: number;
+  readonly persons: number;
   readonly seconds: number;
   readonly complete: boolean;
 }
 
-/** Links read per query by `preload`: about 50 ms of the engine's time each. */
+/** Rows read per query by `preload`: about 50 ms of the engine's time each. */
 const PRELOAD_PAGE = 10_000;
 
 /**
@@ -44,8 +46,8 @@ const MAX_UNSURE = 10_000;
 export const DEFAULT_IDENTITY_OPTIONS: IdentityOptions = {
   soleWriter: false,
   cacheTtlMs: 5_000,
-  cacheCapacity: 200_000,
-  personCacheBytes: 64 * 1024 * 1024,
+  cacheCapacity: DEFAULTS.linkCacheEntries,
+  personCacheBytes: DEFAULTS.personCacheMiB * 2 ** 20,
 };
 
 /** What a batch resolved to: each event's person, the rows to write, and what to do once they are (not) written. */
@@ -93,26 +95,48 @@ export class IdentityResolver {
 
   /**
    * Sole writer: reads every link ClickHouse has into the cache, if they fit in it, so that from then on only
-   * IDs the cache does not hold are new ones, and those need no read. Call once, before the first batch. Links
-   * that do not all fit are partly read and left to the cache as any others; later batches read what it lacks.
+   * IDs the cache does not hold are new ones, and those need no read; then as many persons as the person cache
+   * has room for. Call once, before the first batch. Links that do not all fit are partly read and left to the
+   * cache as any others; later batches read what it lacks.
    */
   async preload(): Promise<Preloaded> {
     const started = performance.now();
     let links = 0;
+    let persons = 0;
     if (this.#persons !== undefined) {
       this.#complete = true;
       try {
-        for await (const page of allLinks(this.db, PRELOAD_PAGE)) {
-          for (const [id, link] of page) this.#links.set(id, link);
-          links += page.size;
-          if (links > this.options.cacheCapacity) break; // evicted already: complete is false
-        }
+        links = await this.#preloadLinks();
+        persons = await this.#preloadPersons(this.#persons);
       } catch (error) {
         this.#incomplete();
         throw error;
       }
     }
-    return { links, seconds: (performance.now() - started) / 1000, complete: this.#complete };
+    return { links, persons, seconds: (performance.now() - started) / 1000, complete: this.#complete };
+  }
+
+  async #preloadLinks(): Promise<number> {
+    let count = 0;
+    for await (const page of allLinks(this.db, PRELOAD_PAGE)) {
+      for (const [id, link] of page) this.#links.set(id, link);
+      count += page.size;
+      if (count > this.options.cacheCapacity) break; // evicted already: not complete
+    }
+    return count;
+  }
+
+  /** Persons until the cache is full: evicting one for another would only cost time. */
+  async #preloadPersons(cache: PersonCache): Promise<number> {
+    let count = 0;
+    for await (const page of allPersons(this.db, PRELOAD_PAGE)) {
+      for (const [id, person] of page) {
+        if (cache.calculatedSize + personBytes(person) > cache.maxSize) return count;
+        cache.set(id, person);
+        count++;
+      }
+    }
+    return count;
   }
 
   async resolve(events: readonly CapturedEvent[]): Promise<Resolution> {

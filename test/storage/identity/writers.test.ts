@@ -19,7 +19,7 @@ async function counted(
     flushed() {},
     flushFailed() {},
     schemaRepaired() {},
-    linksPreloaded() {},
+    preloaded() {},
     cacheLookups(kind, hits, misses) {
       const seen = lookups[kind] ?? { hits: 0, misses: 0 };
       lookups[kind] = { hits: seen.hits + hits, misses: seen.misses + misses };
@@ -59,7 +59,7 @@ describe("a sole writer (embedded: chDB locks the data directory to one process)
     }
   });
 
-  test("a restarted one has every link from startup and reads a person once", async () => {
+  test("a restarted one holds every stored link and person from startup", async () => {
     const first = await counted(true);
     await first.capture([
       set("r", { a: 1 }),
@@ -70,7 +70,7 @@ describe("a sole writer (embedded: chDB locks the data directory to one process)
     try {
       expect(await capture([set("r-anon", { b: 2 })])).toEqual({
         links: { hits: 1, misses: 0 },
-        persons: { hits: 0, misses: 1 },
+        persons: { hits: 1, misses: 0 },
       });
       expect(await capture([set("r", { c: 3 }), { event: "$pageview", distinct_id: "new" }])).toEqual({
         links: { hits: 2, misses: 0 },
@@ -82,18 +82,21 @@ describe("a sole writer (embedded: chDB locks the data directory to one process)
     }
   });
 
-  test("when the stored links do not all fit its cache, it reads the IDs it does not hold", async () => {
+  test("when the stored links and persons do not all fit its caches, it reads what they do not hold", async () => {
     const first = await counted(true);
-    await first.capture([1, 2, 3].map((n) => ({ event: "$pageview", distinct_id: `many-${n}` })));
+    await first.capture([1, 2, 3].map((n) => set(`many-${n}`, { n })));
     await first.service.stop({ drop: false });
     const database = first.service.config.clickhouse.database;
-    const { service, capture } = await counted(true, { CLICKHOUSE_DATABASE: database }, { cacheCapacity: 2 });
+    const small = { cacheCapacity: 2, personCacheBytes: 1 };
+    const { service, capture } = await counted(true, { CLICKHOUSE_DATABASE: database }, small);
     try {
-      // two of the three stored links were kept; the third, and any new ID, must be read
-      const lookups = await capture([1, 2, 3, 4].map((n) => ({ event: "$pageview", distinct_id: `many-${n}` })));
+      // two of the three stored links were kept; the third, and any new ID, must be read; no person fits
+      const lookups = await capture([1, 2, 3, 4].map((n) => set(`many-${n}`, { again: n })));
       expect(lookups.links!.misses).toBeGreaterThanOrEqual(2);
       expect(lookups.links!.hits + lookups.links!.misses).toBe(4);
+      expect(lookups.persons).toEqual({ hits: 0, misses: 3 });
       expect(new Set((await events(service.db)).map((event) => event.person_id)).size).toBe(4);
+      expect((await personOf(service.db, "many-3"))?.properties).toEqual({ n: 3, again: 3 });
     } finally {
       await service.stop();
     }

@@ -209,6 +209,7 @@ async function startService(dataDir: string): Promise<Service> {
       METRICS_PORT: "0",
       DATA_DIR: dataDir,
       PUBLIC_API_KEYS: KEY,
+      ...cacheSizes(),
     },
     [process.execPath, ...(profile ? ["--cpu-prof-md", `--cpu-prof-dir=${profile}`] : []), "src/main.ts"],
   );
@@ -220,6 +221,12 @@ async function startService(dataDir: string): Promise<Service> {
   const withMetrics = { ...service, metricsUrl: started?.metrics ?? "" };
   running.add(withMetrics);
   return withMetrics;
+}
+
+/** The service's cache sizes, when the bench is given them (e.g. to hold a whole large population). */
+function cacheSizes(): Record<string, string> {
+  const names = ["LINK_CACHE_ENTRIES", "PERSON_CACHE_MIB"];
+  return Object.fromEntries(names.flatMap((name) => (process.env[name] ? [[name, process.env[name]]] : [])));
 }
 
 async function stop(service: Service): Promise<void> {

@@ -103,3 +103,47 @@ test("the service logs JSON lines and serves Prometheus metrics on METRICS_PORT,
   expect(output).not.toContain(KEY);
   expect(output).not.toContain("pw-secret");
 }, 30_000);
+
+test("a restarted service fills its identity caches from the tables, and says whether every link fit", async () => {
+  const env = processEnv({ PUBLIC_API_KEYS: KEY, LOG_LEVEL: "info" });
+  const run = async (extra: Record<string, string>, batch: object[] = []) => {
+    const service = await startProcess({ ...env, ...extra });
+    try {
+      // answered once startup has finished, signal handlers included
+      expect((await fetch(`${service.url}/health`)).status).toBe(200);
+      if (batch.length > 0) {
+        const body = JSON.stringify({ api_key: KEY, batch });
+        const answer = await fetch(`${service.url}/batch/`, {
+          method: "POST",
+          body,
+          headers: { "content-type": "application/json" },
+        });
+        expect(answer.status).toBe(200);
+      }
+    } finally {
+      service.child.kill("SIGTERM");
+    }
+    expect(await service.child.exited).toBe(0);
+    const lines = service
+      .output()
+      .split("\n")
+      .filter((line) => line.startsWith("{"));
+    return lines
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .find((entry) => entry.msg === "identity caches preloaded");
+  };
+  const ids = ["p-1", "p-2", "p-3"];
+  expect(
+    await run(
+      {},
+      ids.map((id) => ({ event: "e", distinct_id: id })),
+    ),
+  ).toBeUndefined(); // nothing stored yet
+  const embedded = !process.env.CLICKHOUSE_URL; // a server's instances may share it: they preload nothing
+  expect(await run({})).toEqual(
+    embedded ? expect.objectContaining({ links: 3, persons: 3, complete: true }) : undefined,
+  );
+  expect(await run({ LINK_CACHE_ENTRIES: "2" })).toEqual(
+    embedded ? expect.objectContaining({ links: 3, complete: false }) : undefined,
+  );
+}, 30_000);

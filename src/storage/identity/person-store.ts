@@ -27,27 +27,37 @@ export async function loadLinks(db: ClickHouse, distinctIds: readonly string[]):
   return toLinks(rows);
 }
 
-/**
- * Every current link, a page at a time in distinct ID order (distinct IDs are never empty, so the first page
- * starts after ""). Each page resumes after the last ID of the one before, and reads the table in key order (`optimize_aggregation_in_order`), so a page costs its own rows
- * rather than the rest of the table.
- */
+/** Every current link, a page at a time in distinct ID order (distinct IDs are never empty: the first is after ""). */
 export async function* allLinks(db: ClickHouse, pageSize: number): AsyncGenerator<Map<string, Link>> {
-  for (let after = ""; ; ) {
-    const rows = await db.rows<LinkRecord>(
-      `SELECT distinct_id, toString(argMax(person_id, version)) AS person, max(version) AS latest_version
-       FROM ${db.table("person_distinct_ids")}
-       WHERE distinct_id > {after:String}
-       GROUP BY distinct_id
-       HAVING argMax(is_deleted, version) = 0
-       ORDER BY distinct_id
-       LIMIT {pageSize:UInt32}
-       SETTINGS optimize_aggregation_in_order = 1`,
-      { after, pageSize },
-    );
-    yield toLinks(rows);
+  const query = `SELECT distinct_id, toString(argMax(person_id, version)) AS person, max(version) AS latest_version
+    FROM ${db.table("person_distinct_ids")}
+    WHERE distinct_id > {after:String}
+    GROUP BY distinct_id
+    HAVING argMax(is_deleted, version) = 0
+    ORDER BY distinct_id`;
+  for await (const rows of pages<LinkRecord>(db, query, "", (row) => row.distinct_id, pageSize)) yield toLinks(rows);
+}
+
+/**
+ * Runs `query`, which reads the rows after `{after}` in key order, a page at a time: each page resumes after the
+ * last key of the one before and reads the table in key order (`optimize_aggregation_in_order`), so a page
+ * costs its own rows rather than the rest of the table.
+ */
+async function* pages<Row>(
+  db: ClickHouse,
+  query: string,
+  first: string,
+  keyOf: (row: Row) => string,
+  pageSize: number,
+): AsyncGenerator<Row[]> {
+  for (let after = first; ; ) {
+    const rows = await db.rows<Row>(`${query} LIMIT {pageSize:UInt32} SETTINGS optimize_aggregation_in_order = 1`, {
+      after,
+      pageSize,
+    });
+    yield rows;
     if (rows.length < pageSize) return;
-    after = rows.at(-1)!.distinct_id;
+    after = keyOf(rows.at(-1)!);
   }
 }
 
@@ -102,21 +112,11 @@ export async function loadPersons(db: ClickHouse, personIds: readonly string[]):
   return toPersons(rows);
 }
 
-/** Every person, a page at a time in id order (person ids are UUIDs other than the nil one), as `allLinks`. */
+/** Every person, a page at a time in id order (person ids are UUIDs other than the nil one). */
 export async function* allPersons(db: ClickHouse, pageSize: number): AsyncGenerator<Map<string, Person>> {
-  for (let after = NIL_UUID; ; ) {
-    const rows = await db.rows<PersonRecord>(
-      `SELECT ${PERSON_COLUMNS} FROM ${db.table("persons")}
-       WHERE id > {after:UUID}
-       GROUP BY id
-       ORDER BY id
-       LIMIT {pageSize:UInt32}
-       SETTINGS optimize_aggregation_in_order = 1`,
-      { after, pageSize },
-    );
+  const query = `SELECT ${PERSON_COLUMNS} FROM ${db.table("persons")} WHERE id > {after:UUID} GROUP BY id ORDER BY id`;
+  for await (const rows of pages<PersonRecord>(db, query, NIL_UUID, (row) => row.person, pageSize)) {
     yield toPersons(rows);
-    if (rows.length < pageSize) return;
-    after = rows.at(-1)!.person;
   }
 }
 

@@ -1,9 +1,11 @@
+import type { LRUCache } from "lru-cache";
 import { DEFAULTS } from "../../config";
 import type { CapturedEvent } from "../../event";
 import type { ClickHouse } from "../clickhouse";
 import type { DistinctIdRow, PersonRow } from "../schema";
 import { IdentityBatch } from "./batch";
 import { type LinkCache, linkCache, type PersonCache, personBytes, personCache } from "./cache";
+import type { Overlay } from "./overlay";
 import { changesPersons, type PersonIntent, personIntentOf } from "./person-rules";
 import { allLinks, allPersons, linkRow, loadLinks, loadLinksOfPersons, loadPersons, personRow } from "./person-store";
 import { VersionClock } from "./version-clock";
@@ -131,8 +133,9 @@ export class IdentityResolver {
     let count = 0;
     for await (const page of allPersons(this.db, PRELOAD_PAGE)) {
       for (const [id, person] of page) {
-        if (cache.calculatedSize + personBytes(person) > cache.maxSize) return count;
-        cache.set(id, person);
+        const size = personBytes(person);
+        if (cache.calculatedSize + size > cache.maxSize) return count;
+        cache.set(id, person, { size });
         count++;
       }
     }
@@ -175,13 +178,10 @@ export class IdentityResolver {
         if (changesPersons(intent)) changing.add(id);
       }
     }
-    const sole = this.#persons !== undefined;
-    const missing: string[] = [];
-    for (const id of wanted) {
-      const cached = sole || !changing.has(id) ? this.#links.get(id) : undefined;
-      if (cached === undefined) missing.push(id);
-      else batch.links.put(id, cached, "cached");
-    }
+    const { soleWriter } = this.options;
+    const missing = takeCached(batch.links, wanted, (id) =>
+      soleWriter || !changing.has(id) ? this.#links : undefined,
+    );
     // A complete cache knows that an ID it does not hold is new, unless a failed write touched it.
     const unread = this.#complete ? missing.filter((id) => this.#unsure.has(id)) : missing;
     if (unread.length > 0) {
@@ -200,12 +200,7 @@ export class IdentityResolver {
       if (personId !== undefined) persons.add(personId);
     }
     if (persons.size === 0) return;
-    const toRead: string[] = [];
-    for (const personId of persons) {
-      const cached = this.#persons?.get(personId);
-      if (cached === undefined) toRead.push(personId);
-      else batch.persons.put(personId, cached, "cached");
-    }
+    const toRead = takeCached(batch.persons, persons, () => this.#persons);
     this.observeCache("persons", persons.size - toRead.length, toRead.length);
     if (toRead.length === 0) return;
     for (const [id, person] of await loadPersons(this.db, toRead)) batch.persons.put(id, person, "loaded");
@@ -215,7 +210,7 @@ export class IdentityResolver {
   #remember(batch: IdentityBatch): void {
     for (const [id, link] of batch.links.entries(["loaded", "changed"])) this.#links.set(id, link);
     // every ID the batch looked up now has its link in the cache (SPEC §2.5 rule 4)
-    for (const id of batch.links.keys()) this.#unsure.delete(id);
+    if (this.#unsure.size > 0) for (const id of batch.links.keys()) this.#unsure.delete(id);
     if (this.#persons === undefined) return;
     for (const [id, person] of batch.persons.entries(["loaded", "changed"])) this.#persons.set(id, person);
   }
@@ -233,4 +228,22 @@ export class IdentityResolver {
     this.#complete = false;
     this.#unsure.clear();
   }
+}
+
+/**
+ * Puts into the batch's `overlay` each key that its cache (from `cacheFor`; none: must be read) holds, and
+ * returns the keys it does not.
+ */
+function takeCached<V extends {}>(
+  overlay: Overlay<V>,
+  keys: Iterable<string>,
+  cacheFor: (key: string) => LRUCache<string, V> | undefined,
+): string[] {
+  const missing: string[] = [];
+  for (const key of keys) {
+    const cached = cacheFor(key)?.get(key);
+    if (cached === undefined) missing.push(key);
+    else overlay.put(key, cached, "cached");
+  }
+  return missing;
 }

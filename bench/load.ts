@@ -209,7 +209,7 @@ async function startService(dataDir: string): Promise<Service> {
       METRICS_PORT: "0",
       DATA_DIR: dataDir,
       PUBLIC_API_KEYS: KEY,
-      ...cacheSizes(),
+      ...tuning(),
     },
     [process.execPath, ...(profile ? ["--cpu-prof-md", `--cpu-prof-dir=${profile}`] : []), "src/main.ts"],
   );
@@ -223,9 +223,9 @@ async function startService(dataDir: string): Promise<Service> {
   return withMetrics;
 }
 
-/** The service's cache sizes, when the bench is given them (e.g. to hold a whole large population). */
-function cacheSizes(): Record<string, string> {
-  const names = ["LINK_CACHE_ENTRIES", "PERSON_CACHE_MIB"];
+/** The service's cache sizes and flush linger, when the bench is given them (e.g. caches that hold a whole large population). */
+function tuning(): Record<string, string> {
+  const names = ["LINK_CACHE_ENTRIES", "PERSON_CACHE_MIB", "FLUSH_LINGER_MS"];
   return Object.fromEntries(names.flatMap((name) => (process.env[name] ? [[name, process.env[name]]] : [])));
 }
 

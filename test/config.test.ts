@@ -74,6 +74,7 @@ describe("loadConfig", () => {
       HOST: "127.0.0.1",
       LINK_CACHE_ENTRIES: "2000000",
       PERSON_CACHE_MIB: "512",
+      FLUSH_LINGER_MS: "0",
     });
     expect(config).toMatchObject({
       port: 0,
@@ -82,6 +83,7 @@ describe("loadConfig", () => {
       host: "127.0.0.1",
       linkCacheEntries: 2_000_000,
       personCacheMiB: 512,
+      flushLingerMs: 0,
     });
   });
 
@@ -97,6 +99,7 @@ describe("loadConfig", () => {
         CLICKHOUSE_DATABASE: "no-dashes",
         LINK_CACHE_ENTRIES: "0",
         PERSON_CACHE_MIB: "-1",
+        FLUSH_LINGER_MS: "5000",
       });
     } catch (caught) {
       error = caught;
@@ -112,6 +115,7 @@ describe("loadConfig", () => {
       "CLICKHOUSE_DATABASE",
       "LINK_CACHE_ENTRIES",
       "PERSON_CACHE_MIB",
+      "FLUSH_LINGER_MS",
     ]) {
       expect(message).toContain(name);
     }

@@ -22,6 +22,8 @@ export interface StorageOptions {
   readonly maxFlushEvents?: number;
   /** Most events waiting for a flush; past it `ingest` refuses with a retryable 503 (a batch is always taken when none wait). */
   readonly maxQueuedEvents?: number;
+  /** Most milliseconds a flush waits for the requests the previous one answered (`GroupCommitOptions.lingerMs`); 0 by default. */
+  readonly flushLingerMs?: number;
   readonly observer?: StorageObserver;
 }
 
@@ -63,6 +65,7 @@ export class Storage implements EventSink {
     this.#commits = new GroupCommit((events) => this.#write(events), {
       maxItems: options.maxFlushEvents ?? DEFAULT_MAX_FLUSH_EVENTS,
       isolates: isDataError,
+      lingerMs: options.flushLingerMs ?? 0,
     });
   }
 

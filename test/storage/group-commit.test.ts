@@ -110,4 +110,73 @@ describe("GroupCommit", () => {
     expect(done).toBe(true);
     await commits.drain(); // idle: returns at once
   });
+
+  describe("lingerMs", () => {
+    /**
+     * Two clients that keep sending: 1 is flushed alone while 2 waits; once 1 is answered the next flush expects
+     * both clients (the one answered and the one waiting), and 1's next submission, 3, joins 2's flush.
+     */
+    async function twoClients(lingerMs: number, maxItems = 100) {
+      const r = recorder();
+      const commits = new GroupCommit(r.flush, { maxItems, isolates, lingerMs });
+      r.hold();
+      const first = commits.submit([1]);
+      const second = commits.submit([2]);
+      r.release();
+      await first;
+      await Bun.sleep(5); // the client's round trip
+      await Promise.all([second, commits.submit([3])]);
+      return { r, commits };
+    }
+
+    test("two clients that would take turns are flushed together", async () => {
+      const { r } = await twoClients(5_000);
+      expect(r.flushes).toEqual([[1], [2, 3]]);
+    });
+
+    test("0 never waits: the two clients take turns", async () => {
+      const { r } = await twoClients(0);
+      expect(r.flushes).toEqual([[1], [2], [3]]);
+    });
+
+    test("a flush waits for as many submissions as the last one answered, then takes them together", async () => {
+      const { r, commits } = await twoClients(5_000);
+      const started = performance.now();
+      const four = commits.submit([4]);
+      await Bun.sleep(20);
+      expect(r.flushes).toHaveLength(2); // still waiting for the second client
+      await Promise.all([four, commits.submit([5])]);
+      expect(r.flushes).toEqual([[1], [2, 3], [4, 5]]);
+      expect(performance.now() - started).toBeLessThan(1_000); // ended by the arrival, not the timer
+    });
+
+    test("waits at most lingerMs for clients that do not come back", async () => {
+      const { r, commits } = await twoClients(50);
+      const started = performance.now();
+      await commits.submit([4]);
+      expect(performance.now() - started).toBeGreaterThanOrEqual(45);
+      expect(r.flushes).toEqual([[1], [2, 3], [4]]);
+      // the flush answered one, so one is enough now
+      const again = performance.now();
+      await commits.submit([5]);
+      expect(performance.now() - again).toBeLessThan(45);
+    });
+
+    test("a lone client never waits", async () => {
+      const r = recorder();
+      const commits = new GroupCommit(r.flush, { maxItems: 100, isolates, lingerMs: 5_000 });
+      const started = performance.now();
+      for (let i = 0; i < 20; i++) await commits.submit([i]);
+      expect(performance.now() - started).toBeLessThan(1_000);
+      expect(r.flushes).toHaveLength(20);
+    });
+
+    test("maxItems waiting ends the wait", async () => {
+      const { r, commits } = await twoClients(5_000, 3);
+      const started = performance.now();
+      await commits.submit([4, 5, 6]);
+      expect(performance.now() - started).toBeLessThan(1_000);
+      expect(r.flushes.at(-1)).toEqual([4, 5, 6]);
+    });
+  });
 });

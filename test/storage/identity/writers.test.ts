@@ -130,6 +130,33 @@ describe("a sole writer (embedded: chDB locks the data directory to one process)
       await service.stop();
     }
   });
+
+  test("past 10,000 IDs left unsure by failed writes, it reads every ID it does not hold", async () => {
+    const { service, capture } = await counted(true);
+    const table = service.db.table("person_distinct_ids");
+    /** A batch of new IDs whose links insert fails, so each of them is left unsure. */
+    const failing = async (prefix: string, count: number) => {
+      await service.db.command(`ALTER TABLE ${table} ADD CONSTRAINT refuse CHECK version = 0`);
+      const logged = spyOn(console, "error").mockImplementation(() => {});
+      try {
+        const batch = Array.from({ length: count }, (_, i) => ({ event: "$pageview", distinct_id: `${prefix}-${i}` }));
+        expect((await send(service, { api_key: KEY, batch })).status).toBe(500);
+      } finally {
+        logged.mockRestore();
+        await service.db.command(`ALTER TABLE ${table} DROP CONSTRAINT refuse`);
+      }
+    };
+    try {
+      await failing("a", 5_000);
+      // 5,000 unsure: an ID that is not one of them is still known to be new
+      expect(await capture([{ event: "$pageview", distinct_id: "new-1" }])).toEqual({ links: { hits: 1, misses: 0 } });
+      await failing("b", 5_001);
+      expect(await capture([{ event: "$pageview", distinct_id: "new-2" }])).toEqual({ links: { hits: 0, misses: 1 } });
+      expect(await capture([{ event: "$pageview", distinct_id: "a-0" }])).toEqual({ links: { hits: 0, misses: 1 } });
+    } finally {
+      await service.stop();
+    }
+  });
 });
 
 describe("beside other writers (a ClickHouse server other instances may write to)", () => {

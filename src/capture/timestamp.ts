@@ -23,7 +23,7 @@ export function parseTimestamp(text: string): Timestamp | undefined {
     day,
     hour,
     minute,
-    second = "0",
+    second = "00",
     fraction = "",
     ,
     sign,
@@ -39,16 +39,22 @@ export function parseTimestamp(text: string): Timestamp | undefined {
   const oh = Number(offsetHours);
   const om = Number(offsetMinutes);
   if (y < MIN_YEAR || y > MAX_YEAR || h > 23 || mi > 59 || s > 60 || oh > 23 || om > 59) return undefined;
+  if (mo < 1 || mo > 12 || d < 1 || d > daysInMonth(y, mo)) return undefined; // no such day, e.g. February 30
   // A leap second (`23:59:60`) has no place in UTC arithmetic: it becomes the last microsecond of its minute.
   const leap = s === 60;
-
-  const local = new Date(Date.UTC(y, mo - 1, d, h, mi, leap ? 59 : s));
-  if (local.getUTCMonth() !== mo - 1 || local.getUTCDate() !== d) return undefined; // rolled over: no such day
-
+  const micros = leap ? "999999" : fraction.slice(0, 6).padEnd(6, "0");
   const offsetMs = (sign === "-" ? -1 : 1) * (oh * 60 + om) * 60_000;
-  const utc = new Date(local.getTime() - offsetMs);
+  // Already UTC (what SDKs send): the text is the answer, no date arithmetic needed.
+  if (offsetMs === 0 && !leap) return `${year}-${month}-${day} ${hour}:${minute}:${second}.${micros}` as Timestamp;
+
+  const utc = new Date(Date.UTC(y, mo - 1, d, h, mi, leap ? 59 : s) - offsetMs);
   if (utc.getUTCFullYear() < MIN_YEAR || utc.getUTCFullYear() > MAX_YEAR) return undefined;
-  return format(utc, leap ? "999999" : fraction.slice(0, 6).padEnd(6, "0"));
+  return format(utc, micros);
+}
+
+function daysInMonth(year: number, month: number): number {
+  if (month !== 2) return month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
+  return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0 ? 29 : 28;
 }
 
 /** The current time, for events sent without a timestamp and for ingestion times. */

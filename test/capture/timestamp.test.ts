@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { parseTimestamp, timestampOf } from "../../src/capture/timestamp";
+import { random } from "../helpers/identity-model";
 
 describe("parseTimestamp", () => {
   test.each([
@@ -15,6 +16,9 @@ describe("parseTimestamp", () => {
     ["2024-05-01T12:00:00,5Z", "2024-05-01 12:00:00.500000"],
     ["2024-05-01T12:00:00", "2024-05-01 12:00:00.000000"],
     ["2024-02-29T00:00:00Z", "2024-02-29 00:00:00.000000"],
+    ["2000-02-29T00:00:00Z", "2000-02-29 00:00:00.000000"],
+    ["2024-04-30T00:00:00+00:00", "2024-04-30 00:00:00.000000"],
+    ["2024-03-01T00:30:00+01:00", "2024-02-29 23:30:00.000000"],
     ["1900-01-01T00:00:00Z", "1900-01-01 00:00:00.000000"],
     ["2299-12-31T23:59:59.999999Z", "2299-12-31 23:59:59.999999"],
     // a leap second is the last microsecond of its minute, wherever the offset puts it
@@ -32,6 +36,11 @@ describe("parseTimestamp", () => {
     "2024-05-01T12",
     "2024-13-01T00:00:00Z",
     "2023-02-29T00:00:00Z",
+    "2100-02-29T00:00:00Z",
+    "2024-02-30T00:00:00+01:00",
+    "2024-00-10T00:00:00Z",
+    "2024-05-00T00:00:00Z",
+    "2024-05-32T00:00:00Z",
     "2024-04-31T00:00:00Z",
     "2024-05-01T24:00:00Z",
     "2024-05-01T12:60:00Z",
@@ -46,6 +55,21 @@ describe("parseTimestamp", () => {
     " 2024-05-01T12:00:00Z",
   ])("%p is not a valid timestamp", (text) => {
     expect(parseTimestamp(text)).toBeUndefined();
+  });
+
+  test("an instant reads the same in UTC and at any offset (the UTC text and the date arithmetic agree)", () => {
+    const { next } = random(7);
+    for (let i = 0; i < 2_000; i++) {
+      const ms = Date.UTC(1901, 0, 2) + Math.floor(next() * (Date.UTC(2298, 11, 30) - Date.UTC(1901, 0, 2)));
+      const iso = new Date(ms).toISOString(); // YYYY-MM-DDTHH:mm:ss.sssZ
+      const expected = `${iso.slice(0, 10)} ${iso.slice(11, 23)}000`;
+      expect(parseTimestamp(iso)).toBe(expected as never);
+      const offset = Math.floor(next() * 27 - 13) * 60 + (next() < 0.2 ? 30 : 0); // minutes east of UTC
+      const local = new Date(ms + offset * 60_000).toISOString().slice(0, 23);
+      const sign = offset < 0 ? "-" : "+";
+      const hhmm = `${String(Math.floor(Math.abs(offset) / 60)).padStart(2, "0")}:${String(Math.abs(offset) % 60).padStart(2, "0")}`;
+      expect(parseTimestamp(`${local}${sign}${hhmm}`)).toBe(expected as never);
+    }
   });
 
   test("timestampOf keeps milliseconds", () => {

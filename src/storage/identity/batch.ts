@@ -60,7 +60,7 @@ export class IdentityBatch {
 
   /** Persons to write: every one the batch created or changed, each at its new version. */
   changedPersons(): Person[] {
-    return [...this.persons.entries(["changed"])].map(([, person]) => person);
+    return this.persons.entries(["changed"]).map(([, person]) => person);
   }
 
   /**
@@ -71,7 +71,7 @@ export class IdentityBatch {
    * to the newer one anyway.
    */
   linksToWrite(): [string, Link][] {
-    return [...this.links.entries(["changed"])];
+    return this.links.entries(["changed"]);
   }
 
   /** `$identify` / `$create_alias`: puts `other` on the same person as `target`, merging if need be. */
@@ -94,7 +94,7 @@ export class IdentityBatch {
    * values win), then marks `fromId` deleted. The IDs it does not know move in `moveStragglers`.
    */
   #merge(fromId: string, intoId: string): void {
-    const onFrom = [...this.links.entries()].filter(([, link]) => link.personId === fromId);
+    const onFrom = this.links.entries().filter(([, link]) => link.personId === fromId);
     for (const [id] of onFrom) this.#setLink(id, intoId);
     this.#mergedInto.set(fromId, intoId);
 

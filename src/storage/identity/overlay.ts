@@ -35,10 +35,12 @@ export class Overlay<V> {
     return this.#entries.keys();
   }
 
-  /** Every entry, as [key, value]. */
-  *entries(origins?: readonly Origin[]): Generator<[string, V]> {
-    for (const [key, { value, origin }] of this.#entries) {
-      if (origins === undefined || origins.includes(origin)) yield [key, value];
+  /** Every entry (or those of the given origins), as [key, value]. An array: a generator costs several times more per entry. */
+  entries(origins?: readonly Origin[]): [string, V][] {
+    const found: [string, V][] = [];
+    for (const [key, entry] of this.#entries) {
+      if (origins === undefined || origins.includes(entry.origin)) found.push([key, entry.value]);
     }
+    return found;
   }
 }

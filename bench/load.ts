@@ -225,7 +225,7 @@ async function startService(dataDir: string): Promise<Service> {
 
 /** The service's cache sizes and flush linger, when the bench is given them (e.g. caches that hold a whole large population). */
 function tuning(): Record<string, string> {
-  const names = ["LINK_CACHE_ENTRIES", "PERSON_CACHE_MIB", "FLUSH_LINGER_MS"];
+  const names = ["LINK_CACHE_ENTRIES", "PERSON_CACHE_MIB", "FLUSH_LINGER_MS", "MAX_FLUSH_EVENTS"];
   return Object.fromEntries(names.flatMap((name) => (process.env[name] ? [[name, process.env[name]]] : [])));
 }
 

@@ -35,6 +35,8 @@ export interface Config {
   readonly shutdownTimeoutMs: number;
   /** Most events waiting to be written; past it, requests get 503 with Retry-After. */
   readonly maxQueuedEvents: number;
+  /** Most events one write to ClickHouse takes (concurrent requests are coalesced up to it). */
+  readonly maxFlushEvents: number;
   /** How long a flush may wait for the requests the previous flush answered to come back (group commit). */
   readonly flushLingerMs: number;
   /** Most distinct ID → person links held in memory. */
@@ -59,6 +61,7 @@ export const DEFAULTS = {
   requestTimeoutMs: 30_000,
   shutdownTimeoutMs: 10_000,
   maxQueuedEvents: 100_000,
+  maxFlushEvents: 10_000,
   flushLingerMs: 10,
   linkCacheEntries: 200_000,
   personCacheMiB: 64,
@@ -97,6 +100,7 @@ const Env = type({
   "REQUEST_TIMEOUT_MS?": type("string.integer.parse").to("number.integer > 0"),
   "SHUTDOWN_TIMEOUT_MS?": type("string.integer.parse").to("number.integer >= 0"),
   "MAX_QUEUED_EVENTS?": type("string.integer.parse").to("number.integer > 0"),
+  "MAX_FLUSH_EVENTS?": type("string.integer.parse").to("number.integer > 0"),
   "FLUSH_LINGER_MS?": type("string.integer.parse").to("0 <= number.integer <= 1000"),
   "LINK_CACHE_ENTRIES?": type("string.integer.parse").to("number.integer > 0"),
   "PERSON_CACHE_MIB?": type("string.integer.parse").to("number.integer > 0"),
@@ -138,6 +142,11 @@ export const SETTINGS: readonly { readonly name: string; readonly default: strin
     name: "MAX_QUEUED_EVENTS",
     default: String(DEFAULTS.maxQueuedEvents),
     meaning: "most events waiting to be written; past it 503 with Retry-After",
+  },
+  {
+    name: "MAX_FLUSH_EVENTS",
+    default: String(DEFAULTS.maxFlushEvents),
+    meaning: "most events one write takes (a whole batch always fits)",
   },
   {
     name: "FLUSH_LINGER_MS",
@@ -210,6 +219,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     requestTimeoutMs: parsed.REQUEST_TIMEOUT_MS ?? DEFAULTS.requestTimeoutMs,
     shutdownTimeoutMs: parsed.SHUTDOWN_TIMEOUT_MS ?? DEFAULTS.shutdownTimeoutMs,
     maxQueuedEvents: parsed.MAX_QUEUED_EVENTS ?? DEFAULTS.maxQueuedEvents,
+    maxFlushEvents: parsed.MAX_FLUSH_EVENTS ?? DEFAULTS.maxFlushEvents,
     flushLingerMs: parsed.FLUSH_LINGER_MS ?? DEFAULTS.flushLingerMs,
     linkCacheEntries: parsed.LINK_CACHE_ENTRIES ?? DEFAULTS.linkCacheEntries,
     personCacheMiB: parsed.PERSON_CACHE_MIB ?? DEFAULTS.personCacheMiB,

@@ -44,6 +44,7 @@ const metrics = new Metrics();
 const storage = await Storage.open(config.clickhouse, {
   observer: storageObserver(log, metrics),
   maxQueuedEvents: config.maxQueuedEvents,
+  maxFlushEvents: config.maxFlushEvents,
   flushLingerMs: config.flushLingerMs,
   identity: { cacheCapacity: config.linkCacheEntries, personCacheBytes: config.personCacheMiB * 2 ** 20 },
 }).catch((error: unknown) => {

@@ -75,6 +75,7 @@ describe("loadConfig", () => {
       LINK_CACHE_ENTRIES: "2000000",
       PERSON_CACHE_MIB: "512",
       FLUSH_LINGER_MS: "0",
+      MAX_FLUSH_EVENTS: "50000",
     });
     expect(config).toMatchObject({
       port: 0,
@@ -84,6 +85,7 @@ describe("loadConfig", () => {
       linkCacheEntries: 2_000_000,
       personCacheMiB: 512,
       flushLingerMs: 0,
+      maxFlushEvents: 50_000,
     });
   });
 
@@ -100,6 +102,7 @@ describe("loadConfig", () => {
         LINK_CACHE_ENTRIES: "0",
         PERSON_CACHE_MIB: "-1",
         FLUSH_LINGER_MS: "5000",
+        MAX_FLUSH_EVENTS: "0",
       });
     } catch (caught) {
       error = caught;
@@ -116,6 +119,7 @@ describe("loadConfig", () => {
       "LINK_CACHE_ENTRIES",
       "PERSON_CACHE_MIB",
       "FLUSH_LINGER_MS",
+      "MAX_FLUSH_EVENTS",
     ]) {
       expect(message).toContain(name);
     }

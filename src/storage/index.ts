@@ -1,4 +1,4 @@
-import type { ClickHouseConfig } from "../config";
+import { type ClickHouseConfig, DEFAULTS } from "../config";
 import { fail } from "../errors";
 import type { CapturedEvent, EventSink } from "../event";
 import { ClickHouse, isDataError } from "./clickhouse";
@@ -38,8 +38,6 @@ export interface StorageObserver {
   schemaRepaired(table: string, column: string, type: string): void;
 }
 
-const DEFAULT_MAX_FLUSH_EVENTS = 100_000;
-
 /**
  * The event sink that owns everything in ClickHouse: the schema, identity resolution and the inserts. Writes go
  * through one group commit, so there is a single writer per process however many requests arrive at once.
@@ -63,7 +61,7 @@ export class Storage implements EventSink {
     this.#maxQueuedEvents = options.maxQueuedEvents ?? Number.POSITIVE_INFINITY;
     this.#identity = new IdentityResolver(db, identity, options.observer?.cacheLookups);
     this.#commits = new GroupCommit((events) => this.#write(events), {
-      maxItems: options.maxFlushEvents ?? DEFAULT_MAX_FLUSH_EVENTS,
+      maxItems: options.maxFlushEvents ?? DEFAULTS.maxFlushEvents,
       isolates: isDataError,
       lingerMs: options.flushLingerMs ?? 0,
     });

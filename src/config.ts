@@ -35,6 +35,8 @@ export interface Config {
   readonly shutdownTimeoutMs: number;
   /** Most events waiting to be written; past it, requests get 503 with Retry-After. */
   readonly maxQueuedEvents: number;
+  /** Most body bytes (inflated) of the requests in flight at once; past it, requests get 503 with Retry-After. */
+  readonly maxPendingBytes: number;
   /** Most events one write to ClickHouse takes (concurrent requests are coalesced up to it). */
   readonly maxFlushEvents: number;
   /** How long a flush may wait for the requests the previous flush answered to come back (group commit). */
@@ -61,6 +63,7 @@ export const DEFAULTS = {
   requestTimeoutMs: 30_000,
   shutdownTimeoutMs: 10_000,
   maxQueuedEvents: 100_000,
+  maxPendingBytes: 32 * 1024 * 1024,
   maxFlushEvents: 10_000,
   flushLingerMs: 10,
   linkCacheEntries: 200_000,
@@ -100,6 +103,7 @@ const Env = type({
   "REQUEST_TIMEOUT_MS?": type("string.integer.parse").to("number.integer > 0"),
   "SHUTDOWN_TIMEOUT_MS?": type("string.integer.parse").to("number.integer >= 0"),
   "MAX_QUEUED_EVENTS?": type("string.integer.parse").to("number.integer > 0"),
+  "MAX_PENDING_BYTES?": type("string.integer.parse").to("number.integer > 0"),
   "MAX_FLUSH_EVENTS?": type("string.integer.parse").to("number.integer > 0"),
   "FLUSH_LINGER_MS?": type("string.integer.parse").to("0 <= number.integer <= 1000"),
   "LINK_CACHE_ENTRIES?": type("string.integer.parse").to("number.integer > 0"),
@@ -142,6 +146,11 @@ export const SETTINGS: readonly { readonly name: string; readonly default: strin
     name: "MAX_QUEUED_EVENTS",
     default: String(DEFAULTS.maxQueuedEvents),
     meaning: "most events waiting to be written; past it 503 with Retry-After",
+  },
+  {
+    name: "MAX_PENDING_BYTES",
+    default: String(DEFAULTS.maxPendingBytes),
+    meaning: "most body bytes of requests in flight at once; past it 503 with Retry-After",
   },
   {
     name: "MAX_FLUSH_EVENTS",
@@ -208,6 +217,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const parsed = Env(present);
   if (parsed instanceof type.errors) throw new ConfigError(`Invalid configuration:\n${indent(parsed.summary)}`);
 
+  const maxBatchBytes = parsed.MAX_BATCH_BYTES ?? DEFAULTS.maxBatchBytes;
+  const maxPendingBytes = parsed.MAX_PENDING_BYTES ?? DEFAULTS.maxPendingBytes;
+  if (maxPendingBytes < maxBatchBytes) {
+    // Otherwise a batch within MAX_BATCH_BYTES could be refused as busy for as long as any other request is in flight.
+    throw new ConfigError(
+      `Invalid configuration:\n  MAX_PENDING_BYTES (${maxPendingBytes}) must be at least MAX_BATCH_BYTES (${maxBatchBytes})`,
+    );
+  }
   const database = parsed.CLICKHOUSE_DATABASE ?? DEFAULTS.database;
   return {
     host: parsed.HOST ?? DEFAULTS.host,
@@ -215,10 +232,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     allowedOrigins: new Set(parsed.ALLOWED_ORIGINS ?? []),
     publicApiKeys: new Set(parsed.PUBLIC_API_KEYS ?? []),
     maxEventsPerBatch: parsed.MAX_EVENTS_PER_BATCH ?? DEFAULTS.maxEventsPerBatch,
-    maxBatchBytes: parsed.MAX_BATCH_BYTES ?? DEFAULTS.maxBatchBytes,
+    maxBatchBytes,
     requestTimeoutMs: parsed.REQUEST_TIMEOUT_MS ?? DEFAULTS.requestTimeoutMs,
     shutdownTimeoutMs: parsed.SHUTDOWN_TIMEOUT_MS ?? DEFAULTS.shutdownTimeoutMs,
     maxQueuedEvents: parsed.MAX_QUEUED_EVENTS ?? DEFAULTS.maxQueuedEvents,
+    maxPendingBytes,
     maxFlushEvents: parsed.MAX_FLUSH_EVENTS ?? DEFAULTS.maxFlushEvents,
     flushLingerMs: parsed.FLUSH_LINGER_MS ?? DEFAULTS.flushLingerMs,
     linkCacheEntries: parsed.LINK_CACHE_ENTRIES ?? DEFAULTS.linkCacheEntries,

@@ -86,6 +86,8 @@ export const fail = {
     new IngestError("request_timeout", `Request body was not received within ${ms / 1000} seconds`, {
       headers: { Connection: "close" },
     }),
+  /** Too much work waiting (queued events, or request bodies in flight); SDKs retry a 503 after the pause it names. */
+  busy: () => fail.unavailable("The service is busy; retry shortly", 1),
   /** Not now, but soon: the client should retry after the given seconds. */
   unavailable: (message: string, retryAfterSeconds: number) =>
     new IngestError("unavailable", message, { headers: { "Retry-After": String(retryAfterSeconds) } }),

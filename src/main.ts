@@ -1,4 +1,5 @@
 import pkg from "../package.json" with { type: "json" };
+import { PendingBytes } from "./capture/pending";
 import { type Config, ConfigError, loadConfig, redacted, SETTINGS } from "./config";
 import { serve } from "./server";
 import { SchemaError, Storage } from "./storage";
@@ -52,7 +53,8 @@ const storage = await Storage.open(config.clickhouse, {
   else log.error("cannot open ClickHouse", { cause: describeError(error) });
   process.exit(1);
 });
-const server = serve({ config, sink: storage, observer: requestObserver(log, metrics) });
+const pending = new PendingBytes(config.maxPendingBytes);
+const server = serve({ config, sink: storage, observer: requestObserver(log, metrics), pending });
 const metricsServer =
   config.metricsPort === undefined
     ? undefined
@@ -65,6 +67,7 @@ const metricsServer =
             return new Response("Not found\n", { status: 404 });
           }
           metrics.queueDepth.set(storage.queuedEvents);
+          metrics.pendingBytes.set(pending.held);
           return new Response(await metrics.text(), { headers: { "Content-Type": metrics.contentType } });
         },
       });

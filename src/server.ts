@@ -1,5 +1,6 @@
 import type { Server } from "bun";
 import { type CaptureResult, captureBatch } from "./capture";
+import { PendingBytes } from "./capture/pending";
 import type { Config } from "./config";
 import { ALLOWED_METHODS, allowedOrigin, preflight, shareWith } from "./cors";
 import { asIngestError, fail, type IngestError } from "./errors";
@@ -29,6 +30,8 @@ export interface App {
   readonly sink: EventSink;
   /** Told of every answer (logs, metrics, tests). Without one, only internal failures are reported, to stderr. */
   readonly observer?: RequestObserver;
+  /** The body bytes in flight, shared by the server's requests (`serve` makes it; without one, each request counts alone). */
+  readonly pending?: PendingBytes;
 }
 
 /**
@@ -38,12 +41,13 @@ export interface App {
  * with paths and source lines, is never sent.
  */
 export function serve(app: App): Server<undefined> {
+  const served: App = { ...app, pending: app.pending ?? new PendingBytes(app.config.maxPendingBytes) };
   return Bun.serve({
     hostname: app.config.host,
     port: app.config.port,
     development: false,
     maxRequestBodySize: Number.MAX_SAFE_INTEGER,
-    fetch: (request) => handle(request, app),
+    fetch: (request) => handle(request, served),
     error: (error) => errorResponse(fail.internal(error)),
   });
 }
@@ -88,7 +92,7 @@ async function route(request: Request, url: URL | null, path: string, app: App):
       case "batch": {
         if (request.method === "OPTIONS") return { route: routeName, response: preflight(request, app.config) };
         if (request.method !== "POST") throw fail.methodNotAllowed(ALLOWED_METHODS);
-        const result = await captureBatch(request, url, app.config, app.sink);
+        const result = await captureBatch(request, url, app.config, app.sink, app.pending);
         return { route: routeName, result, response: Response.json({ status: "ok", ...result }) };
       }
       case "health":

@@ -126,6 +126,15 @@ describe("loadConfig", () => {
     expect(message).toContain("https://bad.example.com/");
   });
 
+  test("MAX_PENDING_BYTES below MAX_BATCH_BYTES is refused: such a batch could be busy for as long as others are in flight", () => {
+    expect(() => loadConfig({ MAX_BATCH_BYTES: "2000", MAX_PENDING_BYTES: "1999" })).toThrow(
+      "MAX_PENDING_BYTES (1999) must be at least MAX_BATCH_BYTES (2000)",
+    );
+    expect(() => loadConfig({ MAX_BATCH_BYTES: String(100 * 2 ** 20) })).toThrow("MAX_PENDING_BYTES");
+    expect(loadConfig({ MAX_BATCH_BYTES: "2000", MAX_PENDING_BYTES: "2000" }).maxPendingBytes).toBe(2000);
+    expect(loadConfig({}).maxPendingBytes).toBe(32 * 2 ** 20);
+  });
+
   test("an origin must be scheme://host[:port] exactly", () => {
     for (const origin of ["app.example.com", "https://app.example.com/path", "*", "null"]) {
       expect(() => loadConfig({ ALLOWED_ORIGINS: origin })).toThrow(ConfigError);

@@ -33,6 +33,8 @@ export interface BodyLimits {
   readonly maxBytes: number;
   /** How long the whole body may take to arrive. */
   readonly timeoutMs: number;
+  /** Told the body's size as it becomes known (declared, as read, then inflated); throws to refuse it. */
+  readonly claim?: (bytes: number) => void;
 }
 
 /**
@@ -43,6 +45,7 @@ export interface BodyLimits {
 export async function decodeBody(request: Request, encoding: ContentEncoding, limits: BodyLimits): Promise<unknown> {
   const wire = await readBody(request, limits);
   const json = encoding === "gzip" ? await inflate(wire, limits.maxBytes) : wire;
+  limits.claim?.(json.byteLength);
   try {
     return parseJson(json.toString("utf8"));
   } catch (error) {
@@ -50,9 +53,10 @@ export async function decodeBody(request: Request, encoding: ContentEncoding, li
   }
 }
 
-async function readBody(request: Request, { maxBytes, timeoutMs }: BodyLimits): Promise<Buffer> {
+async function readBody(request: Request, { maxBytes, timeoutMs, claim }: BodyLimits): Promise<Buffer> {
   const declared = Number(request.headers.get("content-length") ?? 0);
   if (declared > maxBytes) throw fail.bodyTooLarge(maxBytes);
+  claim?.(declared);
   if (request.body === null) return Buffer.alloc(0);
 
   // Content-Length may be absent (chunked upload), so count what actually arrives, and stop at the deadline.
@@ -67,6 +71,7 @@ async function readBody(request: Request, { maxBytes, timeoutMs }: BodyLimits): 
     for (let read = await next(); !read.done; read = await next()) {
       size += read.value.byteLength;
       if (size > maxBytes) throw fail.bodyTooLarge(maxBytes);
+      claim?.(size);
       chunks.push(read.value);
     }
   } catch (error) {

@@ -3,6 +3,7 @@ import type { EventSink } from "../event";
 import { checkApiKey, checkOrigin } from "./auth";
 import { checkHeaders, decodeBody } from "./decode";
 import { normalize } from "./normalize";
+import { PendingBytes } from "./pending";
 import { timestampOf } from "./timestamp";
 import { acceptEvents, parsePayload } from "./validate";
 
@@ -22,20 +23,29 @@ export async function captureBatch(
   url: URL,
   config: Config,
   sink: EventSink,
+  pending: PendingBytes = new PendingBytes(config.maxPendingBytes),
 ): Promise<CaptureResult> {
   const receivedAt = timestampOf(new Date());
   const encoding = checkHeaders(request, url);
   const origin = request.headers.get("origin");
   checkOrigin(origin, config.allowedOrigins);
 
-  const body = await decodeBody(request, encoding, {
-    maxBytes: config.maxBatchBytes,
-    timeoutMs: config.requestTimeoutMs,
-  });
-  const payload = parsePayload(body, config.maxEventsPerBatch);
-  checkApiKey(payload, origin, config.publicApiKeys);
+  // The body's bytes count against MAX_PENDING_BYTES until the request is answered: its events stay in memory
+  // until they are written.
+  const claim = pending.claim();
+  try {
+    const body = await decodeBody(request, encoding, {
+      maxBytes: config.maxBatchBytes,
+      timeoutMs: config.requestTimeoutMs,
+      claim: claim.growTo,
+    });
+    const payload = parsePayload(body, config.maxEventsPerBatch);
+    checkApiKey(payload, origin, config.publicApiKeys);
 
-  const { events, dropped } = acceptEvents(payload.batch);
-  await sink.ingest(events.map((event) => normalize(event, receivedAt)));
-  return { ingested: events.length, dropped };
+    const { events, dropped } = acceptEvents(payload.batch);
+    await sink.ingest(events.map((event) => normalize(event, receivedAt)));
+    return { ingested: events.length, dropped };
+  } finally {
+    claim.release();
+  }
 }

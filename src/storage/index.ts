@@ -89,7 +89,7 @@ export class Storage implements EventSink {
     const queued = this.#commits.queuedItems;
     if (queued > 0 && queued + events.length > this.#maxQueuedEvents) {
       // Memory stays bounded however many requests wait; SDKs retry a 503 after the pause it names.
-      return Promise.reject(fail.unavailable("The service is busy; retry shortly", 1));
+      return Promise.reject(fail.busy());
     }
     return this.#commits.submit(events);
   }

@@ -56,6 +56,11 @@ export class Metrics {
     help: "Events waiting to be written",
     registers: [this.registry],
   });
+  readonly pendingBytes = new Gauge({
+    name: "ingest_pending_bytes",
+    help: "Body bytes of the requests in flight (read, checked or waiting for their write), against MAX_PENDING_BYTES",
+    registers: [this.registry],
+  });
 
   constructor() {
     new Gauge({

@@ -33,7 +33,10 @@ export interface BodyLimits {
   readonly maxBytes: number;
   /** How long the whole body may take to arrive. */
   readonly timeoutMs: number;
-  /** Told the body's size as it becomes known (declared, as read, then inflated); throws to refuse it. */
+  /**
+   * Told the body's size as it arrives, then inflated; throws to refuse it. Never the declared length: a client
+   * that declares 20 MiB and sends nothing must not hold back everyone else.
+   */
   readonly claim?: (bytes: number) => void;
 }
 
@@ -56,7 +59,6 @@ export async function decodeBody(request: Request, encoding: ContentEncoding, li
 async function readBody(request: Request, { maxBytes, timeoutMs, claim }: BodyLimits): Promise<Buffer> {
   const declared = Number(request.headers.get("content-length") ?? 0);
   if (declared > maxBytes) throw fail.bodyTooLarge(maxBytes);
-  claim?.(declared);
   if (request.body === null) return Buffer.alloc(0);
 
   // Content-Length may be absent (chunked upload), so count what actually arrives, and stop at the deadline.

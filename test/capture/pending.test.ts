@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { connect } from "node:net";
 import { PendingBytes } from "../../src/capture/pending";
 import type { CapturedEvent } from "../../src/event";
 import { handle, serve } from "../../src/server";
@@ -95,6 +96,27 @@ describe("MAX_PENDING_BYTES", () => {
     expect((await first).status).toBe(200);
     expect(shared.pending.held).toBe(0);
     expect(sink.events.map((event) => event.distinctId)).toEqual(["first"]);
+  });
+
+  test("a declared length claims nothing: a client that announces a large body and sends none holds no one back", async () => {
+    const { app } = harness(env);
+    const server = serve(app);
+    const socket = connect(server.port ?? 0, "127.0.0.1");
+    try {
+      await new Promise<void>((resolve) => socket.once("connect", () => resolve()));
+      const head = `POST /batch/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 3900\r\n\r\n{`;
+      socket.write(head);
+      await Bun.sleep(50);
+      const answer = await fetch(`${server.url.href}batch/`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: body(3_000, "meanwhile"),
+      });
+      expect(answer.status).toBe(200);
+    } finally {
+      socket.destroy();
+      await server.stop(true);
+    }
   });
 
   test("a refused request releases what it claimed", async () => {

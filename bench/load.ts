@@ -235,12 +235,36 @@ async function stop(service: Service): Promise<void> {
   await service.child.exited;
 }
 
-/** Sum and count of a Prometheus histogram, from the service's metrics. */
-async function histogram(service: Service, name: string): Promise<{ sum: number; count: number }> {
-  const text = await (await fetch(service.metricsUrl)).text();
-  const value = (suffix: string) => Number(new RegExp(`^${name}_${suffix}(?:\\{\\})? (\\S+)$`, "m").exec(text)?.[1]);
-  return { sum: value("sum"), count: value("count") };
+interface Histogram {
+  readonly sum: number;
+  readonly count: number;
 }
+
+const PHASES = ["identity", "persons", "links", "events"] as const;
+
+/** The flush histograms the bench reads: sizes, durations, and durations by phase. */
+interface Flushes {
+  readonly size: Histogram;
+  readonly seconds: Histogram;
+  readonly phases: Readonly<Record<(typeof PHASES)[number], Histogram>>;
+}
+
+/** The flush histograms, from the service's metrics. */
+async function flushes(service: Service): Promise<Flushes> {
+  const text = await (await fetch(service.metricsUrl)).text();
+  const histogram = (name: string, labels = ""): Histogram => {
+    const value = (suffix: string) =>
+      Number(new RegExp(`^${name}_${suffix}(?:\\{${labels}\\})? (\\S+)$`, "m").exec(text)?.[1]);
+    return { sum: value("sum"), count: value("count") };
+  };
+  const phases = Object.fromEntries(
+    PHASES.map((phase) => [phase, histogram("ingest_flush_phase_seconds", `phase="${phase}"`)]),
+  ) as Flushes["phases"];
+  return { size: histogram("ingest_flush_events"), seconds: histogram("ingest_flush_duration_seconds"), phases };
+}
+
+/** Mean per observation between two readings of a histogram. */
+const mean = (before: Histogram, after: Histogram): number => (after.sum - before.sum) / (after.count - before.count);
 
 interface LoadResult {
   readonly rate: number;
@@ -253,6 +277,8 @@ interface LoadResult {
   readonly cpu: string;
   /** Mean events per flush during the load. */
   readonly flushEvents: number;
+  /** Mean milliseconds per flush in each phase, and between one flush and the next (answering, the clients). */
+  readonly phaseMs: Readonly<Record<(typeof PHASES)[number] | "between", number>>;
 }
 
 function parseWrk(output: string) {
@@ -282,7 +308,7 @@ async function drive(service: Service, bodiesFile: string): Promise<LoadResult> 
   const sampler = setInterval(() => {
     peakRss = Math.max(peakRss, rssMiB(pid));
   }, 100);
-  const flushesBefore = await histogram(service, "ingest_flush_events");
+  const before = await flushes(service);
   const cpuBefore = threadCpu(pid);
   const wrk = Bun.spawn(
     [
@@ -305,8 +331,9 @@ async function drive(service: Service, bodiesFile: string): Promise<LoadResult> 
   await wrk.exited;
   clearInterval(sampler);
   const cpu = cpuSpent(cpuBefore, threadCpu(pid));
-  const flushes = await histogram(service, "ingest_flush_events");
+  const after = await flushes(service);
   const result = parseWrk(output);
+  const flushCount = after.seconds.count - before.seconds.count;
   const acknowledged = (result.requests - result.non2xx) * EVENTS_PER_BATCH;
   return {
     rate: acknowledged / result.seconds,
@@ -317,7 +344,13 @@ async function drive(service: Service, bodiesFile: string): Promise<LoadResult> 
     idleRss,
     peakRss,
     cpu,
-    flushEvents: (flushes.sum - flushesBefore.sum) / (flushes.count - flushesBefore.count),
+    flushEvents: mean(before.size, after.size),
+    phaseMs: {
+      ...(Object.fromEntries(
+        PHASES.map((phase) => [phase, 1000 * mean(before.phases[phase], after.phases[phase])]),
+      ) as Record<(typeof PHASES)[number], number>),
+      between: (1000 * result.seconds) / flushCount - 1000 * mean(before.seconds, after.seconds),
+    },
   };
 }
 
@@ -350,6 +383,13 @@ function printLoad(label: string, result: LoadResult): void {
       `(+${fmt(result.peakRss - result.idleRss)} MiB)`,
   );
   console.log(`  ${"".padEnd(16)} CPU ${result.cpu}`);
+  const ms = (value: number) => value.toFixed(1);
+  const { between, ...phases } = result.phaseMs;
+  console.log(
+    `  ${"".padEnd(16)} a flush (means): ${Object.entries(phases)
+      .map(([phase, value]) => `${phase} ${ms(value)} ms`)
+      .join(", ")}; between flushes ${ms(between)} ms`,
+  );
 }
 
 function printEngine(label: string, engine: EngineResult, rowsPerInsert: number): void {

@@ -27,9 +27,12 @@ export interface StorageOptions {
   readonly observer?: StorageObserver;
 }
 
+/** Where a flush's time went, in seconds: resolving identity, then each insert. */
+export type FlushPhases = Readonly<Record<"identity" | "persons" | "links" | "events", number>>;
+
 /** What the storage tells the outside about its writes (logs, metrics). */
 export interface StorageObserver {
-  flushed(events: number, seconds: number): void;
+  flushed(events: number, seconds: number, phases: FlushPhases): void;
   flushFailed(events: number, seconds: number, error: unknown): void;
   cacheLookups: CacheObserver;
   /** At startup, a sole writer read the links and persons it could hold into its caches. */
@@ -112,26 +115,43 @@ export class Storage implements EventSink {
    */
   async #write(events: readonly CapturedEvent[]): Promise<void> {
     const started = performance.now();
+    let phases: FlushPhases;
     try {
-      await this.#resolveAndInsert(events);
+      phases = await this.#resolveAndInsert(events);
     } catch (error) {
       this.#observer?.flushFailed(events.length, (performance.now() - started) / 1000, error);
       throw error;
     }
-    this.#observer?.flushed(events.length, (performance.now() - started) / 1000);
+    this.#observer?.flushed(events.length, (performance.now() - started) / 1000, phases);
   }
 
-  async #resolveAndInsert(events: readonly CapturedEvent[]): Promise<void> {
+  async #resolveAndInsert(events: readonly CapturedEvent[]): Promise<FlushPhases> {
+    const timer = phaseTimer();
     const resolution = await this.#identity.resolve(events);
+    const identity = timer();
     try {
       await this.#db.insert("persons", resolution.persons);
+      const persons = timer();
       await this.#db.insert("person_distinct_ids", resolution.distinctIds);
+      const links = timer();
       const rows = events.map((event, index) => eventRow(event, resolution.personIds[index]!));
       for (const insert of eventInserts(rows)) await this.#db.insert("events", insert);
+      resolution.commit();
+      return { identity, persons, links, events: timer() };
     } catch (error) {
       resolution.abandon();
       throw error;
     }
-    resolution.commit();
   }
+}
+
+/** Seconds since the previous call (or since it was made). */
+function phaseTimer(): () => number {
+  let last = performance.now();
+  return () => {
+    const now = performance.now();
+    const seconds = (now - last) / 1000;
+    last = now;
+    return seconds;
+  };
 }

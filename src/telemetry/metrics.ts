@@ -40,6 +40,13 @@ export class Metrics {
     buckets: SECONDS_BUCKETS,
     registers: [this.registry],
   });
+  readonly flushPhaseSeconds = new Histogram({
+    name: "ingest_flush_phase_seconds",
+    help: "Time per flush by phase: identity (resolution), persons, links and events (each insert)",
+    labelNames: ["phase"] as const,
+    buckets: SECONDS_BUCKETS,
+    registers: [this.registry],
+  });
   readonly insertErrors = new Counter({
     name: "ingest_insert_errors_total",
     help: "Flushes that failed to write",

@@ -24,13 +24,15 @@ export function requestObserver(log: Logger, metrics: Metrics): RequestObserver 
   };
 }
 
-/** Writes: flush sizes and durations, failures with their cause, slow flushes, identity cache hits and misses. */
+/** Writes: flush sizes, durations and phases, failures with their cause, slow flushes, identity cache hits and misses. */
 export function storageObserver(log: Logger, metrics: Metrics): StorageObserver {
   return {
-    flushed(events, seconds) {
+    flushed(events, seconds, phases) {
       metrics.flushSize.observe(events);
       metrics.flushSeconds.observe(seconds);
-      if (seconds > SLOW_FLUSH_SECONDS) log.warn("slow flush", { events, seconds });
+      for (const [phase, phaseSeconds] of Object.entries(phases))
+        metrics.flushPhaseSeconds.observe({ phase }, phaseSeconds);
+      if (seconds > SLOW_FLUSH_SECONDS) log.warn("slow flush", { events, seconds, phases });
     },
     flushFailed(events, seconds, error) {
       metrics.insertErrors.inc();

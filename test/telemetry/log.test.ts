@@ -34,15 +34,16 @@ test("write failures are logged with their cause, slow flushes as warnings; both
   const { lines, log } = capture();
   const metrics = new Metrics();
   const observer = storageObserver(log, metrics);
-  observer.flushed(100, 0.01);
-  observer.flushed(5_000, SLOW_FLUSH_SECONDS + 0.5);
+  const phases = { identity: 0.001, persons: 0.002, links: 0.003, events: 0.004 };
+  observer.flushed(100, 0.01, phases);
+  observer.flushed(5_000, SLOW_FLUSH_SECONDS + 0.5, phases);
   observer.flushFailed(
     20,
     0.2,
     Object.assign(new Error("disk full at 'row data'"), { type: "NOT_ENOUGH_SPACE", code: "243" }),
   );
   expect(lines.map(({ time, ...rest }) => rest)).toEqual([
-    { level: "warn", msg: "slow flush", events: 5_000, seconds: SLOW_FLUSH_SECONDS + 0.5 },
+    { level: "warn", msg: "slow flush", events: 5_000, seconds: SLOW_FLUSH_SECONDS + 0.5, phases },
     {
       level: "error",
       msg: "write failed",
@@ -55,4 +56,6 @@ test("write failures are logged with their cause, slow flushes as warnings; both
   expect(text).toContain("ingest_insert_errors_total 1");
   expect(text).toContain("ingest_flush_events_count 2");
   expect(text).toContain("ingest_flush_duration_seconds_count 3");
+  expect(text).toContain('ingest_flush_phase_seconds_count{phase="events"} 2');
+  expect(text).toContain('ingest_flush_phase_seconds_sum{phase="links"} 0.006');
 });

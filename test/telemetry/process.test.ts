@@ -69,6 +69,11 @@ test("the service logs JSON lines and serves Prometheus metrics on METRICS_PORT,
     });
     expect(metrics.ingest_flush_events_sum).toBe(5);
     expect(metrics.ingest_flush_duration_seconds_count).toBeGreaterThanOrEqual(1);
+    for (const phase of ["identity", "persons", "links", "events"]) {
+      expect(metrics[`ingest_flush_phase_seconds_count{phase="${phase}"}`]).toBe(
+        metrics.ingest_flush_duration_seconds_count,
+      );
+    }
     const linkLookups = ["hit", "miss"].map(
       (result) => metrics[`ingest_identity_cache_lookups_total{kind="links",result="${result}"}`] ?? 0,
     );

@@ -98,6 +98,24 @@ describe("MAX_PENDING_BYTES", () => {
     expect(sink.events.map((event) => event.distinctId)).toEqual(["first"]);
   });
 
+  test("a gzip body counts at its inflated size", async () => {
+    const { app } = harness(env);
+    const sink = new HeldSink();
+    const shared = { ...app, sink, pending: new PendingBytes(app.config.maxPendingBytes) };
+    const first = handle(requestOf("http://ingest.test", { body: body(3_000, "first") }), shared);
+    await sink.arrived.promise;
+    const small = body(2_000, "small"); // both sent gzipped: about 100 bytes on the wire
+    const large = body(3_500, "large");
+    expect(Bun.gzipSync(large).byteLength).toBeLessThan(200);
+    const refused = await handle(requestOf("http://ingest.test", { gzip: true, body: large }), shared);
+    expect(refused.status).toBe(503);
+    const admitted = handle(requestOf("http://ingest.test", { gzip: true, body: small }), shared);
+    sink.release();
+    expect((await first).status).toBe(200);
+    expect((await admitted).status).toBe(200);
+    expect(sink.events.map((event) => event.distinctId)).toEqual(["first", "small"]);
+  });
+
   test("a declared length claims nothing: a client that announces a large body and sends none holds no one back", async () => {
     const { app } = harness(env);
     const server = serve(app);

@@ -129,6 +129,7 @@ export class Storage implements EventSink {
     const timer = phaseTimer();
     const resolution = await this.#identity.resolve(events);
     const identity = timer();
+    let phases: FlushPhases;
     try {
       await this.#db.insert("persons", resolution.persons);
       const persons = timer();
@@ -136,12 +137,13 @@ export class Storage implements EventSink {
       const links = timer();
       const rows = events.map((event, index) => eventRow(event, resolution.personIds[index]!));
       for (const insert of eventInserts(rows)) await this.#db.insert("events", insert);
-      resolution.commit();
-      return { identity, persons, links, events: timer() };
+      phases = { identity, persons, links, events: timer() };
     } catch (error) {
       resolution.abandon();
       throw error;
     }
+    resolution.commit();
+    return phases;
   }
 }
 

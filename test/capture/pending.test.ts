@@ -55,6 +55,16 @@ function body(bytes: number, distinctId: string): string {
 describe("MAX_PENDING_BYTES", () => {
   const env = { PUBLIC_API_KEYS: "key-1", MAX_BATCH_BYTES: "4000", MAX_PENDING_BYTES: "6000" };
 
+  /** In process, with one server's shared budget: a 3,000-byte request ("first") read, checked and held at its write. */
+  async function oneHeld() {
+    const { app } = harness(env);
+    const sink = new HeldSink();
+    const shared = { ...app, sink, pending: new PendingBytes(app.config.maxPendingBytes) };
+    const first = handle(requestOf("http://ingest.test", { body: body(3_000, "first") }), shared);
+    await sink.arrived.promise;
+    return { sink, shared, first };
+  }
+
   test("bodies waiting for their write count: past the limit a request is 503 with Retry-After, and nothing of it is stored", async () => {
     const { app } = harness(env);
     const sink = new HeldSink();
@@ -80,11 +90,7 @@ describe("MAX_PENDING_BYTES", () => {
   });
 
   test("a chunked upload is refused as soon as what has arrived passes the limit", async () => {
-    const { app } = harness(env);
-    const sink = new HeldSink();
-    const shared = { ...app, sink, pending: new PendingBytes(app.config.maxPendingBytes) };
-    const first = handle(requestOf("http://ingest.test", { body: body(3_000, "first") }), shared);
-    await sink.arrived.promise;
+    const { sink, shared, first } = await oneHeld();
     // Endless: had the server kept reading, it would have answered 413 at MAX_BATCH_BYTES instead.
     const upload = new ReadableStream<Uint8Array>({
       pull: (controller) => controller.enqueue(new Uint8Array(500).fill(32)),
@@ -99,11 +105,7 @@ describe("MAX_PENDING_BYTES", () => {
   });
 
   test("a gzip body counts at its inflated size", async () => {
-    const { app } = harness(env);
-    const sink = new HeldSink();
-    const shared = { ...app, sink, pending: new PendingBytes(app.config.maxPendingBytes) };
-    const first = handle(requestOf("http://ingest.test", { body: body(3_000, "first") }), shared);
-    await sink.arrived.promise;
+    const { sink, shared, first } = await oneHeld();
     const small = body(2_000, "small"); // both sent gzipped: about 100 bytes on the wire
     const large = body(3_500, "large");
     expect(Bun.gzipSync(large).byteLength).toBeLessThan(200);

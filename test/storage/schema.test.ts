@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, spyOn, test } from "bun:test";
 import { loadConfig } from "../../src/config";
 import { SchemaError, Storage } from "../../src/storage";
 import type { ClickHouse } from "../../src/storage/clickhouse";
-import { createSchema } from "../../src/storage/schema";
+import { createSchema, EMBEDDED_MERGE_SETTINGS } from "../../src/storage/schema";
 import { captured } from "../helpers/captured";
 import { count } from "../helpers/rows";
 import { clickhouseEnv, openDb, send, startService, type TestService, uniqueDatabase } from "../helpers/service";
@@ -71,6 +71,33 @@ describe("schema", () => {
       /index_granularity = (\d+)/.exec(tables.find((t) => t.name === table)?.create_table_query ?? "")?.[1];
     expect(granularity("persons")).toBe("1024");
     expect(granularity("person_distinct_ids")).toBe("1024");
+  });
+
+  test("the embedded engine's merge settings apply to events and sessions, also to tables made before; a server keeps its own", async () => {
+    const db = await openDb(uniqueDatabase());
+    const names = Object.keys(EMBEDDED_MERGE_SETTINGS);
+    const settingsOf = async (table: string) => {
+      const [row] = await db.rows<{ query: string }>(
+        "SELECT create_table_query AS query FROM system.tables WHERE database = {database:String} AND name = {table:String}",
+        { database: db.database, table },
+      );
+      return names.map((name) => new RegExp(`\\b${name} = (\\d+)`).exec(row!.query)?.[1]);
+    };
+    try {
+      await createSchema(db, () => {});
+      await db.command(`ALTER TABLE ${db.table("events")} RESET SETTING ${names.join(", ")}`); // as made before
+      expect(await settingsOf("events")).toEqual(names.map(() => undefined));
+      await createSchema(db, () => {});
+      const tuned =
+        db.backend === "embedded" ? Object.values(EMBEDDED_MERGE_SETTINGS).map(String) : names.map(() => undefined);
+      expect(await settingsOf("events")).toEqual(tuned);
+      expect(await settingsOf("sessions")).toEqual(tuned);
+      expect(await settingsOf("persons")).toEqual(names.map(() => undefined));
+      expect(await settingsOf("person_distinct_ids")).toEqual(names.map(() => undefined));
+    } finally {
+      await db.command(`DROP DATABASE IF EXISTS \`${db.database}\``);
+      await db.close();
+    }
   });
 
   test("a storage on a database that does not exist yet creates it", async () => {

@@ -9,6 +9,7 @@
  *   persons  the http load over 10,000 and over 1,000,000 known persons (seeded through the service first),
  *            each measured cold (just restarted) and warm (right after)
  *
+ * The service's own settings pass through (e.g. FLUSH_LINGER_MS=0) and are printed first.
  * BENCH_SECONDS (30) and BENCH_CONNECTIONS (16) set the load; BENCH_PEOPLE (1,000,000) the large population of
  * `persons`. BENCH_PROFILE=<dir> writes the service's CPU profile there (Bun's --cpu-prof-md). The CPU the
  * service spent is printed per kind of thread: the JavaScript thread against the engine's own threads.
@@ -17,6 +18,7 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { ENV_NAMES } from "../src/config";
 import { random } from "../test/helpers/identity-model"; // the seeded PRNG: every run sends the same batches
 import { type RunningService, rssMiB, startProcess } from "../test/helpers/process";
 
@@ -209,7 +211,7 @@ async function startService(dataDir: string): Promise<Service> {
       METRICS_PORT: "0",
       DATA_DIR: dataDir,
       PUBLIC_API_KEYS: KEY,
-      ...tuning(),
+      ...TUNING,
     },
     [process.execPath, ...(profile ? ["--cpu-prof-md", `--cpu-prof-dir=${profile}`] : []), "src/main.ts"],
   );
@@ -223,11 +225,19 @@ async function startService(dataDir: string): Promise<Service> {
   return withMetrics;
 }
 
-/** The service's cache sizes and flush linger, when the bench is given them (e.g. caches that hold a whole large population). */
-function tuning(): Record<string, string> {
-  const names = ["LINK_CACHE_ENTRIES", "PERSON_CACHE_MIB", "FLUSH_LINGER_MS", "MAX_FLUSH_EVENTS"];
-  return Object.fromEntries(names.flatMap((name) => (process.env[name] ? [[name, process.env[name]]] : [])));
-}
+/** Set by the bench itself, or choosing another database than the fresh embedded one the baseline compares with. */
+const BENCH_OWNS = new Set(["PORT", "HOST", "METRICS_PORT", "DATA_DIR", "PUBLIC_API_KEYS", "CHDB_CACHE_DIR"]);
+
+/**
+ * The service's settings the bench is run with (e.g. `FLUSH_LINGER_MS=0`, or caches that hold a whole large
+ * population): every variable the service reads, except the bench's own. Printed with the results, so that an
+ * A/B shows what it compared.
+ */
+const TUNING: Readonly<Record<string, string>> = Object.fromEntries(
+  ENV_NAMES.filter((name) => !BENCH_OWNS.has(name) && !name.startsWith("CLICKHOUSE_") && process.env[name]).map(
+    (name) => [name, process.env[name]!],
+  ),
+);
 
 async function stop(service: Service): Promise<void> {
   running.delete(service);
@@ -459,6 +469,8 @@ async function runPersons(work: string): Promise<void> {
 }
 
 ensureWrk();
+const settings = Object.entries(TUNING).map(([name, value]) => `${name}=${value}`);
+console.log(`service settings: ${settings.length > 0 ? settings.join(" ") : "defaults"}`);
 const work = mkdtempSync(join(tmpdir(), "ingest-bench-"));
 try {
   if (MODE === "persons") await runPersons(work);

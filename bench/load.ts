@@ -225,8 +225,9 @@ async function startService(dataDir: string): Promise<Service> {
   return withMetrics;
 }
 
-/** Set by the bench itself, or choosing another database than the fresh embedded one the baseline compares with. */
-const BENCH_OWNS = new Set(["PORT", "HOST", "METRICS_PORT", "DATA_DIR", "PUBLIC_API_KEYS", "CHDB_CACHE_DIR"]);
+/** Set by the bench itself; `CLICKHOUSE_*` are left out too, since they choose another database than the fresh
+ * embedded one the baseline compares with. */
+const BENCH_OWNS = new Set(["PORT", "HOST", "METRICS_PORT", "DATA_DIR", "PUBLIC_API_KEYS"]);
 
 /**
  * The service's settings the bench is run with (e.g. `FLUSH_LINGER_MS=0`, or caches that hold a whole large

@@ -206,8 +206,8 @@ export async function createSchema(db: ClickHouse, onRepair: RepairObserver = wa
 export const EMBEDDED_MERGE_SETTINGS: Readonly<Record<string, number>> = { max_parts_to_merge_at_once: 4 };
 
 async function tuneMerges(db: ClickHouse): Promise<void> {
+  const settings = Object.entries(EMBEDDED_MERGE_SETTINGS).map(([name, value]) => `${name} = ${value}`);
   for (const table of ["events", "sessions"]) {
-    const settings = Object.entries(EMBEDDED_MERGE_SETTINGS).map(([name, value]) => `${name} = ${value}`);
     await db.command(`ALTER TABLE ${db.table(table)} MODIFY SETTING ${settings.join(", ")}`);
   }
 }

@@ -63,37 +63,30 @@ describe("schema", () => {
   });
 
   test("persons and links are stored in small granules, for reads by key", async () => {
-    const tables = await service.db.rows<{ name: string; create_table_query: string }>(
-      "SELECT name, create_table_query FROM system.tables WHERE database = {database:String}",
-      { database: service.config.clickhouse.database },
-    );
-    const granularity = (table: string) =>
-      /index_granularity = (\d+)/.exec(tables.find((t) => t.name === table)?.create_table_query ?? "")?.[1];
-    expect(granularity("persons")).toBe("1024");
-    expect(granularity("person_distinct_ids")).toBe("1024");
+    const granularity = async (table: string) =>
+      /index_granularity = (\d+)/.exec(await createTableQuery(service.db, table))?.[1];
+    expect(await granularity("persons")).toBe("1024");
+    expect(await granularity("person_distinct_ids")).toBe("1024");
   });
 
   test("the embedded engine's merge settings apply to events and sessions, also to tables made before; a server keeps its own", async () => {
     const db = await openDb(uniqueDatabase());
     const names = Object.keys(EMBEDDED_MERGE_SETTINGS);
+    const untuned = names.map(() => undefined);
     const settingsOf = async (table: string) => {
-      const [row] = await db.rows<{ query: string }>(
-        "SELECT create_table_query AS query FROM system.tables WHERE database = {database:String} AND name = {table:String}",
-        { database: db.database, table },
-      );
-      return names.map((name) => new RegExp(`\\b${name} = (\\d+)`).exec(row!.query)?.[1]);
+      const query = await createTableQuery(db, table);
+      return names.map((name) => new RegExp(`\\b${name} = (\\d+)`).exec(query)?.[1]);
     };
     try {
       await createSchema(db, () => {});
       await db.command(`ALTER TABLE ${db.table("events")} RESET SETTING ${names.join(", ")}`); // as made before
-      expect(await settingsOf("events")).toEqual(names.map(() => undefined));
+      expect(await settingsOf("events")).toEqual(untuned);
       await createSchema(db, () => {});
-      const tuned =
-        db.backend === "embedded" ? Object.values(EMBEDDED_MERGE_SETTINGS).map(String) : names.map(() => undefined);
+      const tuned = db.backend === "embedded" ? Object.values(EMBEDDED_MERGE_SETTINGS).map(String) : untuned;
       expect(await settingsOf("events")).toEqual(tuned);
       expect(await settingsOf("sessions")).toEqual(tuned);
-      expect(await settingsOf("persons")).toEqual(names.map(() => undefined));
-      expect(await settingsOf("person_distinct_ids")).toEqual(names.map(() => undefined));
+      expect(await settingsOf("persons")).toEqual(untuned);
+      expect(await settingsOf("person_distinct_ids")).toEqual(untuned);
     } finally {
       await db.command(`DROP DATABASE IF EXISTS \`${db.database}\``);
       await db.close();
@@ -266,3 +259,12 @@ test("an event that arrives again (a lost 200, a retry) counts once in sessions,
   expect([Number(session?.events), Number(session?.pageviews)]).toEqual([10, 5]);
   expect(await count(service.db, "events", "session_id = 'resent-session'", { final: true })).toBe(10);
 });
+
+/** The `CREATE TABLE` statement ClickHouse holds for `table`, settings included. */
+async function createTableQuery(db: ClickHouse, table: string): Promise<string> {
+  const [row] = await db.rows<{ query: string }>(
+    "SELECT create_table_query AS query FROM system.tables WHERE database = {database:String} AND name = {table:String}",
+    { database: db.database, table },
+  );
+  return row?.query ?? "";
+}

@@ -253,11 +253,12 @@ interface Histogram {
 
 const PHASES = ["identity", "persons", "links", "events"] as const;
 
-/** The flush histograms the bench reads: sizes, durations, and durations by phase. */
+/** The flush histograms the bench reads: sizes, durations, and durations by phase; and the tables' active parts. */
 interface Flushes {
   readonly size: Histogram;
   readonly seconds: Histogram;
   readonly phases: Readonly<Record<(typeof PHASES)[number], Histogram>>;
+  readonly activeParts: Readonly<Record<string, number>>;
 }
 
 /** The flush histograms, from the service's metrics. */
@@ -271,7 +272,15 @@ async function flushes(service: Service): Promise<Flushes> {
   const phases = Object.fromEntries(
     PHASES.map((phase) => [phase, histogram("ingest_flush_phase_seconds", `phase="${phase}"`)]),
   ) as Flushes["phases"];
-  return { size: histogram("ingest_flush_events"), seconds: histogram("ingest_flush_duration_seconds"), phases };
+  const activeParts = Object.fromEntries(
+    [...text.matchAll(/^ingest_clickhouse_active_parts\{table="(\w+)"\} (\S+)$/gm)].map((m) => [m[1]!, Number(m[2])]),
+  );
+  return {
+    size: histogram("ingest_flush_events"),
+    seconds: histogram("ingest_flush_duration_seconds"),
+    phases,
+    activeParts,
+  };
 }
 
 /** Mean per observation between two readings of a histogram. */
@@ -290,6 +299,8 @@ interface LoadResult {
   readonly flushEvents: number;
   /** Mean milliseconds per flush in each phase, and between one flush and the next (answering, the clients). */
   readonly phaseMs: Readonly<Record<(typeof PHASES)[number] | "between", number>>;
+  /** Active parts per table right after the load: merges keep up when these stay in the tens. */
+  readonly activeParts: Readonly<Record<string, number>>;
 }
 
 function parseWrk(output: string) {
@@ -362,6 +373,7 @@ async function drive(service: Service, bodiesFile: string): Promise<LoadResult> 
       ) as Record<(typeof PHASES)[number], number>),
       between: (1000 * result.seconds) / flushCount - 1000 * mean(before.seconds, after.seconds),
     },
+    activeParts: after.activeParts,
   };
 }
 
@@ -401,6 +413,8 @@ function printLoad(label: string, result: LoadResult): void {
       .map(([phase, value]) => `${phase} ${ms(value)} ms`)
       .join(", ")}; between flushes ${ms(between)} ms`,
   );
+  const parts = Object.entries(result.activeParts).map(([table, count]) => `${table} ${count}`);
+  console.log(`  ${"".padEnd(16)} active parts after the load: ${parts.join(", ")}`);
 }
 
 function printEngine(label: string, engine: EngineResult, rowsPerInsert: number): void {

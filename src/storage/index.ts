@@ -102,6 +102,19 @@ export class Storage implements EventSink {
     return this.#commits.queuedItems;
   }
 
+  /**
+   * Active parts of each table this service writes. Every flush adds a part to `events` and `sessions`, and merges
+   * join them; a count that keeps growing means merges are falling behind (ClickHouse slows inserts down at 1,000
+   * parts in a partition and refuses them at 3,000).
+   */
+  async activeParts(): Promise<Record<string, number>> {
+    const rows = await this.#db.rows<{ table: string; parts: string }>(
+      "SELECT table, count() AS parts FROM system.parts WHERE active AND database = {database:String} GROUP BY table",
+      { database: this.#db.database },
+    );
+    return Object.fromEntries(rows.map((row) => [row.table, Number(row.parts)]));
+  }
+
   /** Waits for every accepted write to finish, then disconnects. */
   async close(): Promise<void> {
     this.#closed = true;

@@ -1,5 +1,6 @@
 import type { CapturedEvent, Timestamp } from "../event";
 import type { ClickHouse } from "./clickhouse";
+import { lowerMergePriority } from "./merge-threads";
 
 /** One row of `events`. */
 export interface EventRow {
@@ -200,8 +201,9 @@ export async function createSchema(db: ClickHouse, onRepair: RepairObserver = wa
  * The embedded engine's merge policy for `events` and `sessions`, the tables that take a part with every flush.
  * A merge holds read and write buffers for every column of every part it merges; merging at most 4 parts at a
  * time instead of up to 100 lowers the peak memory under load at the same rate (README, Memory). Persons and
- * links keep the default. Only the embedded engine is tuned: it is the service's own, while a server's merge
- * policy is its operator's. Applied to existing tables too, at every start.
+ * links keep the default. Its merge threads run at the lowest CPU priority (`lowerMergePriority`). Only the
+ * embedded engine is tuned: it is the service's own, while a server's merge policy is its operator's. Applied to
+ * existing tables too, at every start.
  */
 export const EMBEDDED_MERGE_SETTINGS: Readonly<Record<string, number>> = { max_parts_to_merge_at_once: 4 };
 
@@ -210,6 +212,7 @@ async function tuneMerges(db: ClickHouse): Promise<void> {
   for (const table of ["events", "sessions"]) {
     await db.command(`ALTER TABLE ${db.table(table)} MODIFY SETTING ${settings.join(", ")}`);
   }
+  lowerMergePriority();
 }
 
 /** Told of each column the schema check added. */

@@ -63,6 +63,12 @@ export class Metrics {
     help: "Events waiting to be written",
     registers: [this.registry],
   });
+  readonly activeParts = new Gauge({
+    name: "ingest_clickhouse_active_parts",
+    help: "Active data parts per ClickHouse table; merges keep it low, and a count that keeps growing means they fall behind",
+    labelNames: ["table"] as const,
+    registers: [this.registry],
+  });
   readonly pendingBytes = new Gauge({
     name: "ingest_pending_bytes",
     help: "Body bytes of the requests in flight (read, checked or waiting for their write), against MAX_PENDING_BYTES",

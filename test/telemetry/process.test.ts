@@ -68,6 +68,10 @@ test("the service logs JSON lines and serves Prometheus metrics on METRICS_PORT,
       ingest_pending_bytes: 0, // every request answered, so every claim released
     });
     expect(metrics.ingest_flush_events_sum).toBe(5);
+    for (const table of ["events", "persons", "person_distinct_ids"]) {
+      // sessions has none: these events have no $session_id
+      expect(metrics[`ingest_clickhouse_active_parts{table="${table}"}`]).toBeGreaterThanOrEqual(1);
+    }
     expect(metrics.ingest_flush_duration_seconds_count).toBeGreaterThanOrEqual(1);
     for (const phase of ["identity", "persons", "links", "events"]) {
       expect(metrics[`ingest_flush_phase_seconds_count{phase="${phase}"}`]).toBe(

@@ -68,9 +68,7 @@ const metricsServer =
           }
           metrics.queueDepth.set(storage.queuedEvents);
           metrics.pendingBytes.set(pending.held);
-          // A scrape still answers when ClickHouse does not; the gauge then keeps its last values.
-          const parts = await storage.activeParts().catch(() => ({}));
-          for (const [table, count] of Object.entries(parts)) metrics.activeParts.set({ table }, count);
+          await metrics.sampleActiveParts(() => storage.activeParts());
           return new Response(await metrics.text(), { headers: { "Content-Type": metrics.contentType } });
         },
       });

@@ -1,3 +1,3 @@
 export { describeError, LEVELS, type Level, Logger } from "./log";
-export { Metrics } from "./metrics";
+export { Metrics, type PartsReadOptions } from "./metrics";
 export { requestObserver, SLOW_FLUSH_SECONDS, storageObserver } from "./observers";

@@ -1,6 +1,15 @@
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 
 const SIZE_BUCKETS = [1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 25_000, 100_000];
+/** How a scrape reads the tables' active parts (`Metrics.sampleActiveParts`). */
+export interface PartsReadOptions {
+  /** Scrapes within this long of the last read reuse it. */
+  readonly intervalMs: number;
+  /** Longest a scrape waits for a read. */
+  readonly waitMs: number;
+}
+
+const PARTS_READ: PartsReadOptions = { intervalMs: 1000, waitMs: 1000 };
 const SECONDS_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 /** The service's Prometheus metrics, each in a registry of its own (so several services in a test do not mix). */
@@ -75,7 +84,7 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  constructor() {
+  constructor(private readonly partsRead: PartsReadOptions = PARTS_READ) {
     new Gauge({
       name: "process_resident_memory_bytes",
       help: "Resident memory of the process",
@@ -92,6 +101,32 @@ export class Metrics {
         this.set(process.memoryUsage().heapUsed);
       },
     });
+  }
+
+  #partsRead: Promise<void> | undefined;
+  #partsReadAt = Number.NEGATIVE_INFINITY;
+
+  /**
+   * Brings `activeParts` up to date for a scrape. Embedded, the engine runs one query at a time, flushes
+   * included, so however often it is scraped this reads at most once an interval and never twice at once; and a
+   * scrape waits for the read a bounded time, so it answers even when ClickHouse does not.
+   * A read that fails or is late leaves the last values.
+   */
+  async sampleActiveParts(read: () => Promise<Readonly<Record<string, number>>>): Promise<void> {
+    if (this.#partsRead === undefined && performance.now() - this.#partsReadAt >= this.partsRead.intervalMs) {
+      this.#partsRead = read()
+        .then(
+          (parts) => {
+            for (const [table, count] of Object.entries(parts)) this.activeParts.set({ table }, count);
+          },
+          () => {},
+        )
+        .finally(() => {
+          this.#partsRead = undefined;
+          this.#partsReadAt = performance.now();
+        });
+    }
+    if (this.#partsRead !== undefined) await Promise.race([this.#partsRead, Bun.sleep(this.partsRead.waitMs)]);
   }
 
   /** The Prometheus text exposition of every metric. */

@@ -1,0 +1,54 @@
+import { describe, expect, test } from "bun:test";
+import { Metrics } from "../../src/telemetry";
+
+const OPTIONS = { intervalMs: 100, waitMs: 50 };
+
+/** A reader of active parts that counts its calls and answers what `next` says. */
+function reader(next: () => Promise<Record<string, number>>) {
+  const calls = { count: 0 };
+  return { calls, read: () => (calls.count++, next()) };
+}
+
+const partsOf = async (metrics: Metrics) =>
+  (await metrics.activeParts.get()).values.map(({ labels, value }) => [labels.table, value]);
+
+describe("active parts at a scrape", () => {
+  test("concurrent scrapes share one read, and scrapes within the interval reuse it", async () => {
+    const metrics = new Metrics(OPTIONS);
+    const { calls, read } = reader(async () => ({ events: 12, sessions: 9 }));
+    await Promise.all([metrics.sampleActiveParts(read), metrics.sampleActiveParts(read)]);
+    await metrics.sampleActiveParts(read);
+    expect(calls.count).toBe(1);
+    expect(await partsOf(metrics)).toEqual([
+      ["events", 12],
+      ["sessions", 9],
+    ]);
+    await Bun.sleep(OPTIONS.intervalMs + 10);
+    await metrics.sampleActiveParts(read);
+    expect(calls.count).toBe(2);
+  });
+
+  test("a failed read keeps the last values", async () => {
+    const metrics = new Metrics({ ...OPTIONS, intervalMs: 0 });
+    let fail = false;
+    const { read } = reader(async () => {
+      if (fail) throw new Error("ClickHouse is down");
+      return { events: 3 };
+    });
+    await metrics.sampleActiveParts(read);
+    fail = true;
+    await metrics.sampleActiveParts(read);
+    expect(await partsOf(metrics)).toEqual([["events", 3]]);
+  });
+
+  test("a scrape waits a bounded time for a read that hangs, and starts no second read meanwhile", async () => {
+    const metrics = new Metrics(OPTIONS);
+    const { calls, read } = reader(() => new Promise(() => {}));
+    const started = performance.now();
+    await metrics.sampleActiveParts(read);
+    await metrics.sampleActiveParts(read);
+    expect(performance.now() - started).toBeLessThan(10 * OPTIONS.waitMs); // answered, not stuck
+    expect(calls.count).toBe(1);
+    expect(await partsOf(metrics)).toEqual([]);
+  });
+});

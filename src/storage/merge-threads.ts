@@ -14,25 +14,22 @@ const TASKS = "/proc/self/task";
  * merge; raising a thread's nice value once, as here, needs no privilege. The threads start with the engine's
  * first MergeTree table and live as long as the engine, so this runs after the schema exists. (When an engine
  * shuts down, its last connection closed, they return to the common pool still lowered: in the service that is
- * at exit; the test suite, which restarts its engine, runs some later queries at low priority.) Returns the
- * threads it lowered: none where there is no /proc.
+ * at exit; the test suite, which restarts its engine, runs some later queries at low priority.) Where there is
+ * no /proc it does nothing.
  */
-export function lowerMergePriority(): number[] {
+export function lowerMergePriority(): void {
   let tasks: string[];
   try {
     tasks = readdirSync(TASKS);
   } catch {
-    return [];
+    return;
   }
-  const lowered: number[] = [];
   for (const task of tasks) {
     try {
       if (!readFileSync(`${TASKS}/${task}/comm`, "utf8").startsWith("MergeMutate")) continue;
       setPriority(Number(task), MERGE_THREAD_NICE);
-      lowered.push(Number(task));
     } catch {
       // the thread ended while we looked
     }
   }
-  return lowered;
 }

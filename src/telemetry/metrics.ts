@@ -1,6 +1,8 @@
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 
 const SIZE_BUCKETS = [1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 25_000, 100_000];
+const SECONDS_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
 /** How a scrape reads the tables' active parts (`Metrics.sampleActiveParts`). */
 export interface PartsReadOptions {
   /** Scrapes within this long of the last read reuse it. */
@@ -10,7 +12,6 @@ export interface PartsReadOptions {
 }
 
 const PARTS_READ: PartsReadOptions = { intervalMs: 1000, waitMs: 1000 };
-const SECONDS_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 /** The service's Prometheus metrics, each in a registry of its own (so several services in a test do not mix). */
 export class Metrics {
@@ -84,7 +85,7 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  constructor(private readonly partsRead: PartsReadOptions = PARTS_READ) {
+  constructor(private readonly partsReadOptions: PartsReadOptions = PARTS_READ) {
     new Gauge({
       name: "process_resident_memory_bytes",
       help: "Resident memory of the process",
@@ -103,7 +104,7 @@ export class Metrics {
     });
   }
 
-  #partsRead: Promise<void> | undefined;
+  #partsReading: Promise<void> | undefined;
   #partsReadAt = Number.NEGATIVE_INFINITY;
 
   /**
@@ -113,8 +114,8 @@ export class Metrics {
    * A read that fails or is late leaves the last values.
    */
   async sampleActiveParts(read: () => Promise<Readonly<Record<string, number>>>): Promise<void> {
-    if (this.#partsRead === undefined && performance.now() - this.#partsReadAt >= this.partsRead.intervalMs) {
-      this.#partsRead = read()
+    if (this.#partsReading === undefined && performance.now() - this.#partsReadAt >= this.partsReadOptions.intervalMs) {
+      this.#partsReading = read()
         .then(
           (parts) => {
             for (const [table, count] of Object.entries(parts)) this.activeParts.set({ table }, count);
@@ -122,11 +123,13 @@ export class Metrics {
           () => {},
         )
         .finally(() => {
-          this.#partsRead = undefined;
+          this.#partsReading = undefined;
           this.#partsReadAt = performance.now();
         });
     }
-    if (this.#partsRead !== undefined) await Promise.race([this.#partsRead, Bun.sleep(this.partsRead.waitMs)]);
+    if (this.#partsReading !== undefined) {
+      await Promise.race([this.#partsReading, Bun.sleep(this.partsReadOptions.waitMs)]);
+    }
   }
 
   /** The Prometheus text exposition of every metric. */

@@ -30,6 +30,13 @@ export function chunkByBytes(values: readonly string[], maxBytes: number = MAX_L
 }
 
 /**
+ * Every table here collapses rows by key (Replacing- and AggregatingMergeTree), and every read collapses them again
+ * (FINAL, argMax, the -Merge combinators), since rows of separate inserts are only collapsed by merges anyway. So
+ * an insert need not collapse its own rows first: 5–10% less time an insert (README, Benchmarks).
+ */
+const INSERT_SETTINGS = { optimize_on_insert: 0 } as const;
+
+/**
  * The one handle on ClickHouse: the same @clickhouse/client code over HTTP to a server, or over chDB
  * in this process. Tables are always named with their database, so nothing depends on a session default.
  */
@@ -82,7 +89,12 @@ export class ClickHouse {
 
   async insert(table: string, values: readonly object[]): Promise<void> {
     if (values.length === 0) return;
-    await this.client.insert({ table: this.table(table), values: values as object[], format: "JSONEachRow" });
+    await this.client.insert({
+      table: this.table(table),
+      values: values as object[],
+      format: "JSONEachRow",
+      clickhouse_settings: INSERT_SETTINGS,
+    });
   }
 
   async close(): Promise<void> {

@@ -87,12 +87,19 @@ export class ClickHouse {
     return rows;
   }
 
-  async insert(table: string, values: readonly object[]): Promise<void> {
-    if (values.length === 0) return;
+  /**
+   * Inserts rows (objects of one shape, as the row builders make them) as JSONCompactEachRow: arrays in the order
+   * of the first row's columns, named once. ClickHouse parses that faster than an object a row (no key to match
+   * per field): 8–17% less time for the persons and links inserts, 4–7% for events (README, Benchmarks).
+   */
+  async insert<Row extends object>(table: string, rows: readonly Row[]): Promise<void> {
+    if (rows.length === 0) return;
+    const columns = Object.keys(rows[0]!) as [keyof Row & string, ...(keyof Row & string)[]];
     await this.client.insert({
       table: this.table(table),
-      values: values as object[],
-      format: "JSONEachRow",
+      values: rows.map((row) => columns.map((column) => row[column])),
+      format: "JSONCompactEachRow",
+      columns,
       clickhouse_settings: INSERT_SETTINGS,
     });
   }

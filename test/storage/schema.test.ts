@@ -260,6 +260,26 @@ test("an event that arrives again (a lost 200, a retry) counts once in sessions,
   expect(await count(service.db, "events", "session_id = 'resent-session'", { final: true })).toBe(10);
 });
 
+test("an event repeated within one request, and in requests written by the same flush, reads once", async () => {
+  const event = {
+    event: "$pageview",
+    distinct_id: "repeater",
+    uuid: "0190b4a1-0000-7000-8000-00000000beef",
+    timestamp: "2024-08-02T10:00:00Z",
+    properties: { $session_id: "repeated-session" },
+  };
+  expect((await send(service, { api_key: KEY, batch: [event, event, event] })).status).toBe(200);
+  // sent together, so the group commit may write them in one insert, where no merge has collapsed them yet
+  const together = await Promise.all([1, 2, 3].map(() => send(service, { api_key: KEY, batch: [event, event] })));
+  expect(together.map((response) => response.status)).toEqual([200, 200, 200]);
+  expect(await count(service.db, "events", "session_id = 'repeated-session'", { final: true })).toBe(1);
+  const [session] = await service.db.rows<{ events: string | number }>(
+    `SELECT uniqExactMerge(event_count) AS events FROM ${service.db.table("sessions")}
+     WHERE session_id = 'repeated-session'`,
+  );
+  expect(Number(session?.events)).toBe(1);
+});
+
 /** The `CREATE TABLE` statement ClickHouse holds for `table`, settings included. */
 async function createTableQuery(db: ClickHouse, table: string): Promise<string> {
   const [row] = await db.rows<{ query: string }>(

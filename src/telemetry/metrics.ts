@@ -118,6 +118,7 @@ export class Metrics {
       this.#partsReading = read()
         .then(
           (parts) => {
+            this.activeParts.reset(); // a table with no parts left is not shown with its old count
             for (const [table, count] of Object.entries(parts)) this.activeParts.set({ table }, count);
           },
           () => {},

@@ -28,6 +28,16 @@ describe("active parts at a scrape", () => {
     expect(calls.count).toBe(2);
   });
 
+  test("each read replaces the whole set: a table with no parts left is no longer shown", async () => {
+    const metrics = new Metrics({ ...OPTIONS, intervalMs: 0 });
+    let parts: Record<string, number> = { events: 4, sessions: 2 };
+    const { read } = reader(async () => parts);
+    await metrics.sampleActiveParts(read);
+    parts = { events: 5 };
+    await metrics.sampleActiveParts(read);
+    expect(await partsOf(metrics)).toEqual([["events", 5]]);
+  });
+
   test("a failed read keeps the last values", async () => {
     const metrics = new Metrics({ ...OPTIONS, intervalMs: 0 });
     let fail = false;

@@ -11,8 +11,9 @@
  *
  * The service's own settings pass through (e.g. FLUSH_LINGER_MS=0) and are printed first.
  * BENCH_SECONDS (30) and BENCH_CONNECTIONS (16) set the load; BENCH_PEOPLE (1,000,000) the large population of
- * `persons`. BENCH_PROFILE=<dir> writes the service's CPU profile there (Bun's --cpu-prof-md). The CPU the
- * service spent is printed per kind of thread: the JavaScript thread against the engine's own threads.
+ * `persons`, and BENCH_ROUNDS (2) how many times its populations take turns. BENCH_PROFILE=<dir> writes the
+ * service's CPU profile there (Bun's --cpu-prof-md). The CPU the service spent is printed per kind of thread: the
+ * JavaScript thread against the engine's own threads.
  * wrk comes from Debian (`apt-get install wrk`); this script installs it when it can (as root), else says so.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -29,6 +30,9 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
 /** People the `http` and `mix` loads draw from, and the small population of `persons`. */
 const PEOPLE = 10_000;
 const LARGE_POPULATION = Number(process.env.BENCH_PEOPLE ?? 1_000_000);
+/** Rounds of `persons`: each runs the small population, then the large one, cold and warm. */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+type Temperature = "cold" | "warm";
 const EVENTS_PER_BATCH = 100;
 const KEY = "bench-key";
 /** Rows the engine baseline inserts, and how many an insert: fixed, so that runs compare. */
@@ -167,6 +171,23 @@ async function seed(url: string, people: number): Promise<{ ids: string[]; rate:
   };
   await Promise.all(Array.from({ length: 16 }, worker));
   return { ids, rate: people / ((performance.now() - started) / 1000), tenths };
+}
+
+/**
+ * Waits, at most 180 s, until the service's active parts have not changed for 10 s: seeding writes a population
+ * in under a minute and leaves merges behind, which the cold load right after would otherwise pay for. Returns
+ * how long it waited.
+ */
+async function settleMerges(service: Service): Promise<string> {
+  const started = performance.now();
+  let last = "";
+  for (let unchanged = 0; unchanged < 10 && performance.now() - started < 180_000; ) {
+    await Bun.sleep(1000);
+    const parts = JSON.stringify((await flushes(service)).activeParts);
+    unchanged = parts === last ? unchanged + 1 : 0;
+    last = parts;
+  }
+  return `${Math.round((performance.now() - started) / 1000)} s (active parts ${last})`;
 }
 
 /** CPU seconds each kind of thread of `pid` has used so far, by thread name with digits dropped. */
@@ -445,40 +466,73 @@ async function runLoad(work: string, population: Population): Promise<void> {
   printEngine("engine, flushes", atFlushSize, flushSize);
   console.log(`  ratio service/engine: ${(result.rate / engine.rate).toFixed(2)}`);
   console.log(`  ratio service/engine at the service's flush size: ${(result.rate / atFlushSize.rate).toFixed(2)}`);
+  printBounds(result, engine, atFlushSize);
 }
 
-/** persons: the same load over a small and a large known population, each cold (just restarted) and warm. */
+/**
+ * The most any service could reach in this run, as ratios to the engine at 10,000 rows an insert. A flush holds at
+ * most the events in flight (connections × batch), and the embedded engine runs one query at a time, so a flush
+ * cycle takes at least its inserts. Two bounds: the engine alone inserting the same events at the flush size, and
+ * the service's own insert phases (persons, links, events) with no time for anything else.
+ */
+function printBounds(result: LoadResult, engine: EngineResult, atFlushSize: EngineResult): void {
+  const insertMs = result.phaseMs.persons + result.phaseMs.links + result.phaseMs.events;
+  const insertsOnly = result.flushEvents / (insertMs / 1000);
+  console.log(
+    `  bounds at this flush size: the engine alone ${(atFlushSize.rate / engine.rate).toFixed(2)}; ` +
+      `the service's inserts alone (${insertMs.toFixed(1)} ms a flush) ${fmt(insertsOnly)} events/s, ` +
+      `${(insertsOnly / engine.rate).toFixed(2)}`,
+  );
+}
+
+/**
+ * persons: the same load over a small and a large known population, each cold (just restarted) and warm. The
+ * machine's speed drifts between runs, so the populations take turns, `ROUNDS` times, and each round's ratio
+ * compares runs minutes apart.
+ */
 async function runPersons(work: string): Promise<void> {
+  const populations = [PEOPLE, LARGE_POPULATION];
   const bodiesFileFor = (people: number) => join(work, `bodies-${people}.jsonl`);
-  const rates = new Map<number, { cold: number; warm: number }>();
-  for (const people of [PEOPLE, LARGE_POPULATION]) {
-    const dataDir = join(work, `service-${people}`);
-    const seeding = await startService(dataDir);
+  const dataDirFor = (people: number) => join(work, `service-${people}`);
+  for (const people of populations) {
+    const seeding = await startService(dataDirFor(people));
     const { ids, rate, tenths } = await seed(seeding.url, people);
+    const settled = await settleMerges(seeding);
     await stop(seeding);
-    const bodiesFile = bodiesFileFor(people);
-    writeBodies(bodiesFile, 3000, { shape: "known", people, ids });
+    writeBodies(bodiesFileFor(people), 3000, { shape: "known", people, ids });
     const byTenth =
       people / 10 < TIMED_TENTH
         ? ""
         : `; by tenth: ${tenths.map(fmt).join(", ")} (last/first ×${(tenths.at(-1)! / tenths[0]!).toFixed(2)})`;
     console.log(`persons: ${fmt(people)} persons seeded through the service, ${fmt(rate)} new IDs/s${byTenth}`);
-    const service = await startService(dataDir);
-    const cold = await drive(service, bodiesFile);
-    printLoad(`${fmt(people)} cold`, cold);
-    const warm = await drive(service, bodiesFile);
-    printLoad(`${fmt(people)} warm`, warm);
-    await stop(service);
-    rates.set(people, { cold: cold.rate, warm: warm.rate });
+    console.log(`  merges after seeding settled in ${settled}`);
+  }
+  const rounds: Map<number, Record<Temperature, number>>[] = [];
+  for (let round = 1; round <= ROUNDS; round++) {
+    console.log(`round ${round} of ${ROUNDS}`);
+    const rates = new Map<number, Record<Temperature, number>>();
+    for (const people of populations) {
+      const service = await startService(dataDirFor(people));
+      const cold = await drive(service, bodiesFileFor(people));
+      printLoad(`${fmt(people)} cold`, cold);
+      const warm = await drive(service, bodiesFileFor(people));
+      printLoad(`${fmt(people)} warm`, warm);
+      await stop(service);
+      rates.set(people, { cold: cold.rate, warm: warm.rate });
+    }
+    rounds.push(rates);
   }
   const engine = engineBaseline(bodiesFileFor(PEOPLE), join(work, "baseline"), BASELINE_ROWS_PER_INSERT);
   printEngine("engine baseline", engine, BASELINE_ROWS_PER_INSERT);
   for (const temperature of ["cold", "warm"] as const) {
-    const small = rates.get(PEOPLE)![temperature];
-    const large = rates.get(LARGE_POPULATION)![temperature];
+    const ratios = rounds.map((rates) => rates.get(LARGE_POPULATION)![temperature] / rates.get(PEOPLE)![temperature]);
+    const toEngine = (people: number) =>
+      rounds.map((rates) => (rates.get(people)![temperature] / engine.rate).toFixed(2)).join("/");
     console.log(
-      `  ${temperature}: ${fmt(LARGE_POPULATION)} vs ${fmt(PEOPLE)} known persons: ×${(large / small).toFixed(2)} ` +
-        `(ratio to the engine ${(small / engine.rate).toFixed(2)} → ${(large / engine.rate).toFixed(2)})`,
+      `  ${temperature}: ${fmt(LARGE_POPULATION)} vs ${fmt(PEOPLE)} known persons, by round: ` +
+        `${ratios.map((ratio) => `×${ratio.toFixed(2)}`).join(", ")} ` +
+        `(mean ×${(ratios.reduce((sum, ratio) => sum + ratio, 0) / ratios.length).toFixed(2)}; ` +
+        `ratio to the engine ${toEngine(PEOPLE)} → ${toEngine(LARGE_POPULATION)})`,
     );
   }
 }

@@ -30,7 +30,7 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
 /** People the `http` and `mix` loads draw from, and the small population of `persons`. */
 const PEOPLE = 10_000;
 const LARGE_POPULATION = Number(process.env.BENCH_PEOPLE ?? 1_000_000);
-/** Rounds of `persons`: each runs the small population, then the large one, cold and warm. */
+/** Rounds of `persons`: each runs both populations, cold and warm; the order alternates. */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 type Temperature = "cold" | "warm";
 const EVENTS_PER_BATCH = 100;
@@ -487,8 +487,8 @@ function printBounds(result: LoadResult, engine: EngineResult, atFlushSize: Engi
 
 /**
  * persons: the same load over a small and a large known population, each cold (just restarted) and warm. The
- * machine's speed drifts between runs, so the populations take turns, `ROUNDS` times, and each round's ratio
- * compares runs minutes apart.
+ * machine's speed drifts between runs, so the populations take turns, `ROUNDS` times, in the order small, large,
+ * then large, small, and each round's ratio compares runs minutes apart.
  */
 async function runPersons(work: string): Promise<void> {
   const populations = [PEOPLE, LARGE_POPULATION];
@@ -511,7 +511,9 @@ async function runPersons(work: string): Promise<void> {
   for (let round = 1; round <= ROUNDS; round++) {
     console.log(`round ${round} of ${ROUNDS}`);
     const rates = new Map<number, Record<Temperature, number>>();
-    for (const people of populations) {
+    // ABBA: every other round runs the large population first, so a machine slowing (or speeding) over a round
+    // does not always favour the same population.
+    for (const people of round % 2 === 1 ? populations : populations.toReversed()) {
       const service = await startService(dataDirFor(people));
       const cold = await drive(service, bodiesFileFor(people));
       printLoad(`${fmt(people)} cold`, cold);

@@ -11,12 +11,13 @@
  *
  * The service's own settings pass through (e.g. FLUSH_LINGER_MS=0) and are printed first.
  * BENCH_SECONDS (30) and BENCH_CONNECTIONS (16) set the load; BENCH_PEOPLE (1,000,000) the large population of
- * `persons`, and BENCH_ROUNDS (2) how many times its populations take turns. BENCH_PROFILE=<dir> writes the
- * service's CPU profile there (Bun's --cpu-prof-md). The CPU the service spent is printed per kind of thread: the
- * JavaScript thread against the engine's own threads.
+ * `persons`, BENCH_ROUNDS (2) how many times its populations take turns, and BENCH_DATA=<dir> where it keeps
+ * its seeded data for the next run. BENCH_PROFILE=<dir> writes the service's CPU profile there (Bun's
+ * --cpu-prof-md). The CPU the service spent is printed per kind of thread: the JavaScript thread against the
+ * engine's own threads.
  * wrk comes from Debian (`apt-get install wrk`); this script installs it when it can (as root), else says so.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ENV_NAMES } from "../src/config";
@@ -33,6 +34,11 @@ const LARGE_POPULATION = Number(process.env.BENCH_PEOPLE ?? 1_000_000);
 /** Rounds of `persons`: each runs both populations, cold and warm; the order alternates. */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 type Temperature = "cold" | "warm";
+/**
+ * BENCH_DATA=<dir>: `persons` keeps its seeded data directories there, and a later run finds them and skips the
+ * seeding (each run's loads add their events to them).
+ */
+const KEPT_DATA = process.env.BENCH_DATA;
 const EVENTS_PER_BATCH = 100;
 const KEY = "bench-key";
 /** Rows the engine baseline inserts, and how many an insert: fixed, so that runs compare. */
@@ -492,13 +498,22 @@ function printBounds(result: LoadResult, engine: EngineResult, atFlushSize: Engi
  */
 async function runPersons(work: string): Promise<void> {
   const populations = [PEOPLE, LARGE_POPULATION];
+  if (KEPT_DATA) mkdirSync(KEPT_DATA, { recursive: true });
   const bodiesFileFor = (people: number) => join(work, `bodies-${people}.jsonl`);
-  const dataDirFor = (people: number) => join(work, `service-${people}`);
+  const dataDirFor = (people: number) => join(KEPT_DATA ?? work, `service-${people}`);
   for (const people of populations) {
+    const idsFile = join(KEPT_DATA ?? work, `ids-${people}.json`);
+    if (existsSync(idsFile)) {
+      const ids = JSON.parse(readFileSync(idsFile, "utf8")) as string[];
+      writeBodies(bodiesFileFor(people), 3000, { shape: "known", people, ids });
+      console.log(`persons: ${fmt(people)} persons seeded by an earlier run, in ${dataDirFor(people)}`);
+      continue;
+    }
     const seeding = await startService(dataDirFor(people));
     const { ids, rate, tenths } = await seed(seeding.url, people);
     const settled = await settleMerges(seeding);
     await stop(seeding);
+    writeFileSync(idsFile, JSON.stringify(ids));
     writeBodies(bodiesFileFor(people), 3000, { shape: "known", people, ids });
     const byTenth =
       people / 10 < TIMED_TENTH

@@ -491,6 +491,21 @@ function printBounds(result: LoadResult, engine: EngineResult, atFlushSize: Engi
   );
 }
 
+/** Seeds `people` new visitors through a service of their own on `dataDir`, waits for its merges, and prints the rate. */
+async function seedPopulation(dataDir: string, people: number): Promise<string[]> {
+  const seeding = await startService(dataDir);
+  const { ids, rate, tenths } = await seed(seeding.url, people);
+  const settled = await settleMerges(seeding);
+  await stop(seeding);
+  const byTenth =
+    people / 10 < TIMED_TENTH
+      ? ""
+      : `; by tenth: ${tenths.map(fmt).join(", ")} (last/first ×${(tenths.at(-1)! / tenths[0]!).toFixed(2)})`;
+  console.log(`persons: ${fmt(people)} persons seeded through the service, ${fmt(rate)} new IDs/s${byTenth}`);
+  console.log(`  merges after seeding settled in ${settled}`);
+  return ids;
+}
+
 /**
  * persons: the same load over a small and a large known population, each cold (just restarted) and warm. The
  * machine's speed drifts between runs, so the populations take turns, `ROUNDS` times, in the order small, large,
@@ -498,29 +513,21 @@ function printBounds(result: LoadResult, engine: EngineResult, atFlushSize: Engi
  */
 async function runPersons(work: string): Promise<void> {
   const populations = [PEOPLE, LARGE_POPULATION];
-  if (KEPT_DATA) mkdirSync(KEPT_DATA, { recursive: true });
+  const root = KEPT_DATA ?? work;
+  mkdirSync(root, { recursive: true });
   const bodiesFileFor = (people: number) => join(work, `bodies-${people}.jsonl`);
-  const dataDirFor = (people: number) => join(KEPT_DATA ?? work, `service-${people}`);
+  const dataDirFor = (people: number) => join(root, `service-${people}`);
   for (const people of populations) {
-    const idsFile = join(KEPT_DATA ?? work, `ids-${people}.json`);
+    const idsFile = join(root, `ids-${people}.json`);
+    let ids: string[];
     if (existsSync(idsFile)) {
-      const ids = JSON.parse(readFileSync(idsFile, "utf8")) as string[];
-      writeBodies(bodiesFileFor(people), 3000, { shape: "known", people, ids });
+      ids = JSON.parse(readFileSync(idsFile, "utf8")) as string[];
       console.log(`persons: ${fmt(people)} persons seeded by an earlier run, in ${dataDirFor(people)}`);
-      continue;
+    } else {
+      ids = await seedPopulation(dataDirFor(people), people);
+      writeFileSync(idsFile, JSON.stringify(ids));
     }
-    const seeding = await startService(dataDirFor(people));
-    const { ids, rate, tenths } = await seed(seeding.url, people);
-    const settled = await settleMerges(seeding);
-    await stop(seeding);
-    writeFileSync(idsFile, JSON.stringify(ids));
     writeBodies(bodiesFileFor(people), 3000, { shape: "known", people, ids });
-    const byTenth =
-      people / 10 < TIMED_TENTH
-        ? ""
-        : `; by tenth: ${tenths.map(fmt).join(", ")} (last/first ×${(tenths.at(-1)! / tenths[0]!).toFixed(2)})`;
-    console.log(`persons: ${fmt(people)} persons seeded through the service, ${fmt(rate)} new IDs/s${byTenth}`);
-    console.log(`  merges after seeding settled in ${settled}`);
   }
   const rounds: Map<number, Record<Temperature, number>>[] = [];
   for (let round = 1; round <= ROUNDS; round++) {

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
@@ -19,7 +19,12 @@ export function processEnv(extra: Record<string, string> = {}): Record<string, s
     ...extra,
   };
   if (process.env.CLICKHOUSE_URL) Object.assign(env, clickhouseEnv());
-  else env.DATA_DIR ??= mkdtempSync(join(tmpdir(), "ingest-process-"));
+  else if (env.DATA_DIR === undefined) {
+    const dataDir = mkdtempSync(join(tmpdir(), "ingest-process-"));
+    // the test process outlives every service it starts; each was stopped before this runs
+    process.on("exit", () => rmSync(dataDir, { recursive: true, force: true }));
+    env.DATA_DIR = dataDir;
+  }
   return env;
 }
 

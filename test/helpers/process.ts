@@ -1,7 +1,7 @@
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
+import { scratchDir } from "./scratch";
 import { clickhouseEnv, uniqueDatabase } from "./service";
 
 export const ROOT = join(import.meta.dir, "..", "..");
@@ -19,12 +19,7 @@ export function processEnv(extra: Record<string, string> = {}): Record<string, s
     ...extra,
   };
   if (process.env.CLICKHOUSE_URL) Object.assign(env, clickhouseEnv());
-  else if (env.DATA_DIR === undefined) {
-    const dataDir = mkdtempSync(join(tmpdir(), "ingest-process-"));
-    // the test process outlives every service it starts; each was stopped before this runs
-    process.on("exit", () => rmSync(dataDir, { recursive: true, force: true }));
-    env.DATA_DIR = dataDir;
-  }
+  else env.DATA_DIR ??= scratchDir("ingest-process-");
   return env;
 }
 

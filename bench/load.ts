@@ -281,9 +281,14 @@ interface Histogram {
 const PHASES = ["identity", "persons", "links", "events"] as const;
 
 /** The flush histograms the bench reads: sizes, durations, and durations by phase; and the tables' active parts. */
+/** Flushes that took longer than these, counted from the duration histogram's buckets. */
+const SLOW_FLUSH_SECONDS = ["0.05", "0.1", "0.25"] as const;
+
 interface Flushes {
   readonly size: Histogram;
   readonly seconds: Histogram;
+  /** Flushes that took at most each of SLOW_FLUSH_SECONDS. */
+  readonly within: Readonly<Record<(typeof SLOW_FLUSH_SECONDS)[number], number>>;
   readonly phases: Readonly<Record<(typeof PHASES)[number], Histogram>>;
   readonly activeParts: Readonly<Record<string, number>>;
 }
@@ -302,9 +307,16 @@ async function flushes(service: Service): Promise<Flushes> {
   const activeParts = Object.fromEntries(
     [...text.matchAll(/^ingest_clickhouse_active_parts\{table="(\w+)"\} (\S+)$/gm)].map((m) => [m[1]!, Number(m[2])]),
   );
+  const within = Object.fromEntries(
+    SLOW_FLUSH_SECONDS.map((le) => [
+      le,
+      Number(new RegExp(`^ingest_flush_duration_seconds_bucket\\{le="${le}"\\} (\\S+)$`, "m").exec(text)?.[1]),
+    ]),
+  ) as Flushes["within"];
   return {
     size: histogram("ingest_flush_events"),
     seconds: histogram("ingest_flush_duration_seconds"),
+    within,
     phases,
     activeParts,
   };
@@ -326,6 +338,9 @@ interface LoadResult {
   readonly flushEvents: number;
   /** Mean milliseconds per flush in each phase, and between one flush and the next (answering, the clients). */
   readonly phaseMs: Readonly<Record<(typeof PHASES)[number] | "between", number>>;
+  /** Flushes during the load, and how many of them took longer than each of SLOW_FLUSH_SECONDS. */
+  readonly flushCount: number;
+  readonly slowFlushes: Readonly<Record<(typeof SLOW_FLUSH_SECONDS)[number], number>>;
   /** Active parts per table right after the load: merges keep up when these stay in the tens. */
   readonly activeParts: Readonly<Record<string, number>>;
 }
@@ -400,6 +415,10 @@ async function drive(service: Service, bodiesFile: string): Promise<LoadResult> 
       ) as Record<(typeof PHASES)[number], number>),
       between: (1000 * result.seconds) / flushCount - 1000 * mean(before.seconds, after.seconds),
     },
+    flushCount,
+    slowFlushes: Object.fromEntries(
+      SLOW_FLUSH_SECONDS.map((le) => [le, flushCount - (after.within[le] - before.within[le])]),
+    ) as LoadResult["slowFlushes"],
     activeParts: after.activeParts,
   };
 }
@@ -440,6 +459,8 @@ function printLoad(label: string, result: LoadResult): void {
       .map(([phase, value]) => `${phase} ${ms(value)} ms`)
       .join(", ")}; between flushes ${ms(between)} ms`,
   );
+  const slow = SLOW_FLUSH_SECONDS.map((le) => `${result.slowFlushes[le]} over ${Number(le) * 1000} ms`);
+  console.log(`  ${"".padEnd(16)} ${fmt(result.flushCount)} flushes, ${slow.join(", ")}`);
   const parts = Object.entries(result.activeParts).map(([table, count]) => `${table} ${count}`);
   console.log(`  ${"".padEnd(16)} active parts after the load: ${parts.join(", ")}`);
 }

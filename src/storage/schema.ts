@@ -193,24 +193,37 @@ export async function createSchema(db: ClickHouse, onRepair: RepairObserver = wa
     WHERE session_id != ''
     GROUP BY session_id`,
   );
-  if (db.backend === "embedded") await tuneMerges(db);
+  if (db.backend === "embedded") await tuneParts(db);
   await checkColumns(db, onRepair);
 }
 
 /**
- * The embedded engine's merge policy for `events` and `sessions`, the tables that take a part with every flush.
- * A merge holds read and write buffers for every column of every part it merges; merging at most 4 parts at a
- * time instead of up to 100 lowers the peak memory under load at the same rate (README, Memory). Persons and
- * links keep the default. Its merge threads run at the lowest CPU priority (`lowerMergePriority`). Only the
- * embedded engine is tuned: it is the service's own, while a server's merge policy is its operator's. Applied to
- * existing tables too, at every start.
+ * The embedded engine's part policy, by table. Only the embedded engine is tuned: it is the service's own, while
+ * a server's policy is its operator's. Applied to existing tables too, at every start.
+ *
+ * - Every table removes its outdated parts one at a time. Past 100 at once (`concurrent_part_removal_threshold`),
+ *   the engine removes them on up to 128 threads, each renaming and deleting part directories in the same table
+ *   directory, and an insert's own lookups and rename there waited for that directory's lock: 100–400 ms, the
+ *   slowest flushes of a run (README, Benchmarks). One at a time, an insert waits for one removal at most.
+ * - `events` and `sessions`, which take a part with every flush, merge at most 4 parts at a time instead of up
+ *   to 100: a merge holds read and write buffers for every column of every part it merges, so this lowers the
+ *   peak memory under load at the same rate (README, Memory).
+ *
+ * Its merge threads also run at the lowest CPU priority (`lowerMergePriority`).
  */
-export const EMBEDDED_MERGE_SETTINGS: Readonly<Record<string, number>> = { max_parts_to_merge_at_once: 4 };
+const REMOVE_ONE_AT_A_TIME = { concurrent_part_removal_threshold: 1_000_000_000 };
 
-async function tuneMerges(db: ClickHouse): Promise<void> {
-  const settings = Object.entries(EMBEDDED_MERGE_SETTINGS).map(([name, value]) => `${name} = ${value}`);
-  for (const table of ["events", "sessions"]) {
-    await db.command(`ALTER TABLE ${db.table(table)} MODIFY SETTING ${settings.join(", ")}`);
+export const EMBEDDED_TABLE_SETTINGS: Readonly<Record<string, Readonly<Record<string, number>>>> = {
+  events: { ...REMOVE_ONE_AT_A_TIME, max_parts_to_merge_at_once: 4 },
+  sessions: { ...REMOVE_ONE_AT_A_TIME, max_parts_to_merge_at_once: 4 },
+  persons: REMOVE_ONE_AT_A_TIME,
+  person_distinct_ids: REMOVE_ONE_AT_A_TIME,
+};
+
+async function tuneParts(db: ClickHouse): Promise<void> {
+  for (const [table, settings] of Object.entries(EMBEDDED_TABLE_SETTINGS)) {
+    const assignments = Object.entries(settings).map(([name, value]) => `${name} = ${value}`);
+    await db.command(`ALTER TABLE ${db.table(table)} MODIFY SETTING ${assignments.join(", ")}`);
   }
   lowerMergePriority();
 }

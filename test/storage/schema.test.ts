@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, spyOn, test } from "bun:test";
 import { loadConfig } from "../../src/config";
 import { SchemaError, Storage } from "../../src/storage";
 import type { ClickHouse } from "../../src/storage/clickhouse";
-import { createSchema, EMBEDDED_MERGE_SETTINGS } from "../../src/storage/schema";
+import { createSchema, EMBEDDED_TABLE_SETTINGS } from "../../src/storage/schema";
 import { captured } from "../helpers/captured";
 import { count } from "../helpers/rows";
 import { clickhouseEnv, openDb, send, startService, type TestService, uniqueDatabase } from "../helpers/service";
@@ -69,24 +69,30 @@ describe("schema", () => {
     expect(await granularity("person_distinct_ids")).toBe("1024");
   });
 
-  test("the embedded engine's merge settings apply to events and sessions, also to tables made before; a server keeps its own", async () => {
+  test("the embedded engine's part settings apply to every table, also to tables made before; a server keeps its own", async () => {
     const db = await openDb(uniqueDatabase());
-    const names = Object.keys(EMBEDDED_MERGE_SETTINGS);
-    const untuned = names.map(() => undefined);
     const settingsOf = async (table: string) => {
       const query = await createTableQuery(db, table);
-      return names.map((name) => new RegExp(`\\b${name} = (\\d+)`).exec(query)?.[1]);
+      const names = Object.keys(EMBEDDED_TABLE_SETTINGS[table]!);
+      return Object.fromEntries(names.map((name) => [name, new RegExp(`\\b${name} = (\\d+)`).exec(query)?.[1]]));
     };
+    const expected = (table: string) =>
+      Object.fromEntries(
+        Object.entries(EMBEDDED_TABLE_SETTINGS[table]!).map(([name, value]) => [
+          name,
+          db.backend === "embedded" ? String(value) : undefined,
+        ]),
+      );
     try {
       await createSchema(db, () => {});
+      const names = Object.keys(EMBEDDED_TABLE_SETTINGS.events!);
       await db.command(`ALTER TABLE ${db.table("events")} RESET SETTING ${names.join(", ")}`); // as made before
-      expect(await settingsOf("events")).toEqual(untuned);
+      expect(Object.values(await settingsOf("events"))).toEqual(names.map(() => undefined));
       await createSchema(db, () => {});
-      const tuned = db.backend === "embedded" ? Object.values(EMBEDDED_MERGE_SETTINGS).map(String) : untuned;
-      expect(await settingsOf("events")).toEqual(tuned);
-      expect(await settingsOf("sessions")).toEqual(tuned);
-      expect(await settingsOf("persons")).toEqual(untuned);
-      expect(await settingsOf("person_distinct_ids")).toEqual(untuned);
+      for (const table of ["events", "sessions", "persons", "person_distinct_ids"]) {
+        expect(await settingsOf(table)).toEqual(expected(table));
+      }
+      expect(Object.keys(EMBEDDED_TABLE_SETTINGS.persons!)).not.toContain("max_parts_to_merge_at_once");
     } finally {
       await db.command(`DROP DATABASE IF EXISTS \`${db.database}\``);
       await db.close();

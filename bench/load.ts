@@ -343,6 +343,8 @@ interface LoadResult {
   readonly slowFlushes: Readonly<Record<(typeof SLOW_FLUSH_SECONDS)[number], number>>;
   /** Active parts per table right after the load: merges keep up when these stay in the tens. */
   readonly activeParts: Readonly<Record<string, number>>;
+  /** The service's warnings and errors during the load, grouped (see warningsIn). */
+  readonly warnings: readonly string[];
 }
 
 function parseWrk(output: string) {
@@ -373,6 +375,7 @@ async function drive(service: Service, bodiesFile: string): Promise<LoadResult> 
     peakRss = Math.max(peakRss, rssMiB(pid));
   }, 100);
   const before = await flushes(service);
+  const loggedBefore = service.output().length;
   const cpuBefore = threadCpu(pid);
   const wrk = Bun.spawn(
     [
@@ -420,7 +423,22 @@ async function drive(service: Service, bodiesFile: string): Promise<LoadResult> 
       SLOW_FLUSH_SECONDS.map((le) => [le, flushCount - (after.within[le] - before.within[le])]),
     ) as LoadResult["slowFlushes"],
     activeParts: after.activeParts,
+    warnings: warningsIn(service.output().slice(loggedBefore)),
   };
+}
+
+/** The warnings and errors the service logged, as "count × message (status, code, reason, cause)", most first. */
+function warningsIn(logged: string): string[] {
+  const counts = new Map<string, number>();
+  for (const line of logged.split("\n")) {
+    if (!line.startsWith("{")) continue;
+    const entry = JSON.parse(line) as Record<string, unknown>;
+    if (entry.level !== "warn" && entry.level !== "error") continue;
+    const details = [entry.status, entry.code, entry.reason, entry.cause].filter((detail) => detail !== undefined);
+    const key = `${entry.level} ${entry.msg}${details.length > 0 ? ` (${JSON.stringify(details).slice(1, 200)})` : ""}`;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  return [...counts].sort((a, b) => b[1] - a[1]).map(([key, count]) => `${fmt(count)} × ${key}`);
 }
 
 interface EngineResult {
@@ -463,6 +481,7 @@ function printLoad(label: string, result: LoadResult): void {
   console.log(`  ${"".padEnd(16)} ${fmt(result.flushCount)} flushes, ${slow.join(", ")}`);
   const parts = Object.entries(result.activeParts).map(([table, count]) => `${table} ${count}`);
   console.log(`  ${"".padEnd(16)} active parts after the load: ${parts.join(", ")}`);
+  for (const warning of result.warnings.slice(0, 5)) console.log(`  ${"".padEnd(16)} logged: ${warning}`);
 }
 
 function printEngine(label: string, engine: EngineResult, rowsPerInsert: number): void {

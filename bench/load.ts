@@ -343,7 +343,7 @@ interface LoadResult {
   readonly slowFlushes: Readonly<Record<(typeof SLOW_FLUSH_SECONDS)[number], number>>;
   /** Active parts per table right after the load: merges keep up when these stay in the tens. */
   readonly activeParts: Readonly<Record<string, number>>;
-  /** The service's warnings and errors during the load, grouped (see warningsIn). */
+  /** The service's warnings, errors and refusals during the load, grouped (see warningsIn). */
   readonly warnings: readonly string[];
 }
 
@@ -427,13 +427,17 @@ async function drive(service: Service, bodiesFile: string): Promise<LoadResult> 
   };
 }
 
-/** The warnings and errors the service logged, as "count × message (status, code, reason, cause)", most first. */
+/**
+ * The warnings and errors the service logged, and the requests it refused, as "count × message (status, code,
+ * reason, cause)", most first.
+ */
 function warningsIn(logged: string): string[] {
   const counts = new Map<string, number>();
   for (const line of logged.split("\n")) {
     if (!line.startsWith("{")) continue;
     const entry = JSON.parse(line) as Record<string, unknown>;
-    if (entry.level !== "warn" && entry.level !== "error") continue;
+    const refused = typeof entry.status === "number" && entry.status >= 400; // 4xx are logged at info
+    if (entry.level !== "warn" && entry.level !== "error" && !refused) continue;
     const details = [entry.status, entry.code, entry.reason, entry.cause].filter((detail) => detail !== undefined);
     const key = `${entry.level} ${entry.msg}${details.length > 0 ? ` (${JSON.stringify(details).slice(1, 200)})` : ""}`;
     counts.set(key, (counts.get(key) ?? 0) + 1);

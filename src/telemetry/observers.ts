@@ -18,8 +18,13 @@ export function requestObserver(log: Logger, metrics: Metrics): RequestObserver 
       }
       if (!failure) return;
       const fields = { method, path, status, code: failure.code, reason: failure.message, bytes };
-      if (status >= 500) log.error("request failed", { ...fields, cause: describeError(failure.cause) });
-      else log.info("request refused", fields);
+      if (status >= 500) {
+        // a refusal of the service's own (busy, shutting down) has no cause to describe
+        log.error("request failed", {
+          ...fields,
+          ...(failure.cause !== undefined && { cause: describeError(failure.cause) }),
+        });
+      } else log.info("request refused", fields);
     },
   };
 }

@@ -1,5 +1,13 @@
 import { expect, test } from "bun:test";
-import { describeError, Logger, Metrics, SLOW_FLUSH_SECONDS, storageObserver } from "../../src/telemetry";
+import { fail } from "../../src/errors";
+import {
+  describeError,
+  Logger,
+  Metrics,
+  requestObserver,
+  SLOW_FLUSH_SECONDS,
+  storageObserver,
+} from "../../src/telemetry";
 
 function capture(level: "debug" | "info" | "warn" | "error" = "info") {
   const lines: Record<string, unknown>[] = [];
@@ -58,4 +66,16 @@ test("write failures are logged with their cause, slow flushes as warnings; both
   expect(text).toContain("ingest_flush_duration_seconds_count 3");
   expect(text).toContain('ingest_flush_phase_seconds_count{phase="events"} 2');
   expect(text).toContain('ingest_flush_phase_seconds_sum{phase="links"} 0.006');
+});
+
+test("a 5xx is logged with its cause when it has one; a busy refusal has none to log", () => {
+  const { lines, log } = capture();
+  const observer = requestObserver(log, new Metrics());
+  const answer = { method: "POST", path: "/batch/", route: "batch" as const, bytes: 10 };
+  observer.answered({ ...answer, status: 503, failure: fail.busy() });
+  observer.answered({ ...answer, status: 500, failure: fail.internal(new RangeError("boom")) });
+  expect(lines.map(({ msg, status, code, cause }) => ({ msg, status, code, cause }))).toEqual([
+    { msg: "request failed", status: 503, code: "unavailable", cause: undefined },
+    { msg: "request failed", status: 500, code: "internal", cause: { error: "RangeError", message: "boom" } },
+  ]);
 });

@@ -280,10 +280,10 @@ interface Histogram {
 
 const PHASES = ["identity", "persons", "links", "events"] as const;
 
-/** The flush histograms the bench reads: sizes, durations, and durations by phase; and the tables' active parts. */
 /** Flushes that took longer than these, counted from the duration histogram's buckets. */
 const SLOW_FLUSH_SECONDS = ["0.05", "0.1", "0.25"] as const;
 
+/** The flush histograms the bench reads: sizes, durations, and durations by phase; and the tables' active parts. */
 interface Flushes {
   readonly size: Histogram;
   readonly seconds: Histogram;
@@ -296,11 +296,13 @@ interface Flushes {
 /** The flush histograms, from the service's metrics. */
 async function flushes(service: Service): Promise<Flushes> {
   const text = await (await fetch(service.metricsUrl)).text();
-  const histogram = (name: string, labels = ""): Histogram => {
-    const value = (suffix: string) =>
-      Number(new RegExp(`^${name}_${suffix}(?:\\{${labels}\\})? (\\S+)$`, "m").exec(text)?.[1]);
-    return { sum: value("sum"), count: value("count") };
-  };
+  /** The value of one sample: `metric`, with exactly these labels (or none). */
+  const sample = (metric: string, labels = "") =>
+    Number(new RegExp(`^${metric}(?:\\{${labels}\\})? (\\S+)$`, "m").exec(text)?.[1]);
+  const histogram = (name: string, labels = ""): Histogram => ({
+    sum: sample(`${name}_sum`, labels),
+    count: sample(`${name}_count`, labels),
+  });
   const phases = Object.fromEntries(
     PHASES.map((phase) => [phase, histogram("ingest_flush_phase_seconds", `phase="${phase}"`)]),
   ) as Flushes["phases"];
@@ -308,10 +310,7 @@ async function flushes(service: Service): Promise<Flushes> {
     [...text.matchAll(/^ingest_clickhouse_active_parts\{table="(\w+)"\} (\S+)$/gm)].map((m) => [m[1]!, Number(m[2])]),
   );
   const within = Object.fromEntries(
-    SLOW_FLUSH_SECONDS.map((le) => [
-      le,
-      Number(new RegExp(`^ingest_flush_duration_seconds_bucket\\{le="${le}"\\} (\\S+)$`, "m").exec(text)?.[1]),
-    ]),
+    SLOW_FLUSH_SECONDS.map((le) => [le, sample("ingest_flush_duration_seconds_bucket", `le="${le}"`)]),
   ) as Flushes["within"];
   return {
     size: histogram("ingest_flush_events"),
@@ -375,7 +374,7 @@ async function drive(service: Service, bodiesFile: string): Promise<LoadResult> 
     peakRss = Math.max(peakRss, rssMiB(pid));
   }, 100);
   const before = await flushes(service);
-  const loggedBefore = service.output().length;
+  const loggedBefore = service.output().lastIndexOf("\n") + 1; // the start of the line being written, if any
   const cpuBefore = threadCpu(pid);
   const wrk = Bun.spawn(
     [
@@ -433,7 +432,8 @@ async function drive(service: Service, bodiesFile: string): Promise<LoadResult> 
  */
 function warningsIn(logged: string): string[] {
   const counts = new Map<string, number>();
-  for (const line of logged.split("\n")) {
+  // whole lines only: the last one may still be arriving
+  for (const line of logged.split("\n").slice(0, -1)) {
     if (!line.startsWith("{")) continue;
     const entry = JSON.parse(line) as Record<string, unknown>;
     const refused = typeof entry.status === "number" && entry.status >= 400; // 4xx are logged at info

@@ -33,6 +33,9 @@ export function chunkByBytes(values: readonly string[], maxBytes: number = MAX_L
  * Every table here collapses rows by key (Replacing- and AggregatingMergeTree), and every read collapses them again
  * (FINAL, argMax, the -Merge combinators), since rows of separate inserts are only collapsed by merges anyway. So
  * an insert need not collapse its own rows first: 5–10% less time an insert (README, Benchmarks).
+ *
+ * A server takes them with each insert (URL parameters, free). chDB's connection would prefix every insert with a
+ * `SET` statement (0.3 ms an insert), and its one session keeps a `SET`, so the embedded engine gets them once.
  */
 const INSERT_SETTINGS = { optimize_on_insert: 0 } as const;
 
@@ -41,11 +44,16 @@ const INSERT_SETTINGS = { optimize_on_insert: 0 } as const;
  * in this process. Tables are always named with their database, so nothing depends on a session default.
  */
 export class ClickHouse {
+  /** What each insert sets itself: nothing embedded, where the session holds `INSERT_SETTINGS` already. */
+  readonly #insertSettings: Readonly<Record<string, number>>;
+
   private constructor(
     private readonly client: ClickHouseClient,
     readonly database: string,
     readonly backend: ClickHouseConfig["kind"],
-  ) {}
+  ) {
+    this.#insertSettings = backend === "server" ? INSERT_SETTINGS : {};
+  }
 
   /** Connects; chDB is loaded only here, in embedded mode, so a server deployment never loads the native engine. */
   static async connect(config: ClickHouseConfig): Promise<ClickHouse> {
@@ -63,6 +71,8 @@ export class ClickHouse {
       ClickHouseClientConfigOptions["connection"]
     >;
     const client = createClient({ connection });
+    for (const [name, value] of Object.entries(INSERT_SETTINGS))
+      await client.command({ query: `SET ${name} = ${value}` });
     return new ClickHouse(client, config.database, "embedded");
   }
 
@@ -100,7 +110,7 @@ export class ClickHouse {
       values: rows.map((row) => columns.map((column) => row[column])),
       format: "JSONCompactEachRow",
       columns,
-      clickhouse_settings: INSERT_SETTINGS,
+      clickhouse_settings: this.#insertSettings,
     });
   }
 

@@ -1,5 +1,6 @@
 import { expect, test } from "bun:test";
 import { chunkByBytes, isDataError, MAX_LIST_BYTES } from "../../src/storage/clickhouse";
+import { openDb, uniqueDatabase } from "../helpers/service";
 
 const encodedSize = (chunk: readonly string[]) => chunk.reduce((sum, v) => sum + encodeURIComponent(v).length + 9, 0);
 
@@ -32,4 +33,27 @@ test("a write refused for its data may be one request's fault; the database's ow
     false,
   );
   expect(isDataError(new Error("Timeout error."))).toBe(false);
+});
+
+test("an insert leaves collapsing rows by key to merges and reads, on either backend", async () => {
+  const db = await openDb(uniqueDatabase());
+  try {
+    await db.command(`CREATE DATABASE \`${db.database}\``);
+    await db.command(
+      `CREATE TABLE ${db.table("versions")} (key String, version UInt32) ENGINE = ReplacingMergeTree(version) ORDER BY key`,
+    );
+    await db.insert("versions", [
+      { key: "a", version: 1 },
+      { key: "a", version: 2 },
+    ]);
+    // Collapsed on insert (`optimize_on_insert`, ClickHouse's default), one row would remain before any merge.
+    expect(await db.rows(`SELECT key, version FROM ${db.table("versions")} ORDER BY version`)).toEqual([
+      { key: "a", version: 1 },
+      { key: "a", version: 2 },
+    ]);
+    expect(await db.rows(`SELECT key, version FROM ${db.table("versions")} FINAL`)).toEqual([{ key: "a", version: 2 }]);
+  } finally {
+    await db.command(`DROP DATABASE IF EXISTS \`${db.database}\``);
+    await db.close();
+  }
 });

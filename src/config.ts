@@ -3,6 +3,13 @@ import { join, resolve } from "node:path";
 import { type } from "arktype";
 import { LEVELS, type Level } from "./telemetry/log";
 
+/**
+ * What the embedded engine writes to disk (fsync) before going on: nothing; the parts merges write, before the
+ * parts they replace are deleted; or also every insert, before its 200.
+ */
+export const FSYNC_LEVELS = ["none", "merges", "all"] as const;
+export type Fsync = (typeof FSYNC_LEVELS)[number];
+
 /** Where the data goes: a ClickHouse server over HTTP, or chDB embedded in this process. */
 export type ClickHouseConfig =
   | {
@@ -18,6 +25,7 @@ export type ClickHouseConfig =
       readonly database: string;
       /** Where the compiled executable unpacks its embedded engine (unused when run from source). */
       readonly nativeCacheDir: string;
+      readonly fsync: Fsync;
     };
 
 export interface Config {
@@ -72,6 +80,7 @@ export const DEFAULTS = {
   database: "default",
   dataDir: "./data",
   clickhouseUser: "default",
+  fsync: "merges",
 } as const;
 
 /** Larger bodies than this could not be held as one string by the JSON parser anyway. */
@@ -118,6 +127,7 @@ const Env = type({
   "CLICKHOUSE_DATABASE?": /^[A-Za-z_][A-Za-z0-9_]*$/,
   "DATA_DIR?": "string",
   "CHDB_CACHE_DIR?": "string",
+  "FSYNC?": type.enumerated(...FSYNC_LEVELS),
 });
 
 /** Every setting, its default and what it means: `--help` prints this, in this order. */
@@ -180,6 +190,11 @@ export const SETTINGS: readonly { readonly name: string; readonly default: strin
   { name: "CLICKHOUSE_DATABASE", default: DEFAULTS.database, meaning: "database for every table, created if missing" },
   { name: "DATA_DIR", default: DEFAULTS.dataDir, meaning: "embedded engine's data directory" },
   {
+    name: "FSYNC",
+    default: DEFAULTS.fsync,
+    meaning: "what the embedded engine puts on disk before going on: none, merges, all (every insert before its 200)",
+  },
+  {
     name: "CHDB_CACHE_DIR",
     default: "$XDG_CACHE_HOME/ingest, else ~/.cache/ingest, else <tmp>/ingest-cache",
     meaning: "where the compiled executable unpacks its embedded engine (about 570 MB, once)",
@@ -225,6 +240,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       `Invalid configuration:\n  MAX_PENDING_BYTES (${maxPendingBytes}) must be at least MAX_BATCH_BYTES (${maxBatchBytes})`,
     );
   }
+  if (parsed.CLICKHOUSE_URL && parsed.FSYNC) {
+    // Silently ignored, FSYNC=all would promise a durability that only the server's own settings decide.
+    throw new ConfigError(
+      "Invalid configuration:\n  FSYNC applies to the embedded engine; with CLICKHOUSE_URL the server's own settings decide (fsync_after_insert)",
+    );
+  }
   const database = parsed.CLICKHOUSE_DATABASE ?? DEFAULTS.database;
   return {
     host: parsed.HOST ?? DEFAULTS.host,
@@ -256,6 +277,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
           dataDir: resolve(parsed.DATA_DIR ?? DEFAULTS.dataDir),
           database,
           nativeCacheDir: resolve(parsed.CHDB_CACHE_DIR ?? defaultCacheDir(env)),
+          fsync: parsed.FSYNC ?? DEFAULTS.fsync,
         },
   };
 }

@@ -18,7 +18,18 @@ describe("loadConfig", () => {
       dataDir: resolve("./data"),
       database: "default",
       nativeCacheDir: join(tmpdir(), "ingest-cache"),
+      fsync: "merges",
     });
+  });
+
+  test("FSYNC names what the embedded engine puts on disk; a server's own settings decide there, so it is refused with one", () => {
+    expect(loadConfig({ FSYNC: "all" }).clickhouse).toMatchObject({ kind: "embedded", fsync: "all" });
+    expect(loadConfig({ FSYNC: " none " }).clickhouse).toMatchObject({ fsync: "none" });
+    expect(() => loadConfig({ FSYNC: "always" })).toThrow("FSYNC");
+    expect(() => loadConfig({ CLICKHOUSE_URL: "http://clickhouse:8123", FSYNC: "all" })).toThrow(
+      "FSYNC applies to the embedded engine",
+    );
+    expect(loadConfig({ CLICKHOUSE_URL: "http://clickhouse:8123" }).clickhouse).not.toHaveProperty("fsync");
   });
 
   test("the compiled executable's engine cache: CHDB_CACHE_DIR, else the usual per-user cache", () => {
@@ -103,6 +114,7 @@ describe("loadConfig", () => {
         PERSON_CACHE_MIB: "-1",
         FLUSH_LINGER_MS: "5000",
         MAX_FLUSH_EVENTS: "0",
+        FSYNC: "sometimes",
       });
     } catch (caught) {
       error = caught;
@@ -120,6 +132,7 @@ describe("loadConfig", () => {
       "PERSON_CACHE_MIB",
       "FLUSH_LINGER_MS",
       "MAX_FLUSH_EVENTS",
+      "FSYNC",
     ]) {
       expect(message).toContain(name);
     }

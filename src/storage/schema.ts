@@ -1,3 +1,4 @@
+import { DEFAULTS, type Fsync } from "../config";
 import type { CapturedEvent, Timestamp } from "../event";
 import type { ClickHouse } from "./clickhouse";
 import { lowerMergePriority } from "./merge-threads";
@@ -193,7 +194,7 @@ export async function createSchema(db: ClickHouse, onRepair: RepairObserver = wa
     WHERE session_id != ''
     GROUP BY session_id`,
   );
-  if (db.backend === "embedded") await tuneParts(db);
+  if (db.backend === "embedded") await tuneParts(db, db.fsync ?? DEFAULTS.fsync);
   await checkColumns(db, onRepair);
 }
 
@@ -208,20 +209,35 @@ export async function createSchema(db: ClickHouse, onRepair: RepairObserver = wa
  * - `events` and `sessions`, which take a part with every flush, merge at most 4 parts at a time instead of up
  *   to 100: a merge holds read and write buffers for every column of every part it merges, so this lowers the
  *   peak memory under load at the same rate (README, Memory).
+ * - What is fsynced (`FSYNC`, `FSYNC_SETTINGS`).
  *
  * Its merge threads also run at the lowest CPU priority (`lowerMergePriority`).
  */
-const REMOVE_ONE_AT_A_TIME = { concurrent_part_removal_threshold: 1_000_000_000 };
+export function embeddedTableSettings(fsync: Fsync): Readonly<Record<string, Readonly<Record<string, number>>>> {
+  const common = { concurrent_part_removal_threshold: 1_000_000_000, ...FSYNC_SETTINGS[fsync] };
+  return {
+    events: { ...common, max_parts_to_merge_at_once: 4 },
+    sessions: { ...common, max_parts_to_merge_at_once: 4 },
+    persons: common,
+    person_distinct_ids: common,
+  };
+}
 
-export const EMBEDDED_TABLE_SETTINGS: Readonly<Record<string, Readonly<Record<string, number>>>> = {
-  events: { ...REMOVE_ONE_AT_A_TIME, max_parts_to_merge_at_once: 4 },
-  sessions: { ...REMOVE_ONE_AT_A_TIME, max_parts_to_merge_at_once: 4 },
-  persons: REMOVE_ONE_AT_A_TIME,
-  person_distinct_ids: REMOVE_ONE_AT_A_TIME,
+/**
+ * chDB deletes the parts a merge replaced at once (`old_parts_lifetime` 0), where a server keeps them 8 minutes
+ * so that a merged part the disk never got can be rebuilt from them after a power loss. So from `merges` up,
+ * every merged part is on disk before the parts it replaces go (a journaling filesystem, as ext4 and XFS are by
+ * default, commits that deletion after the merged part's rename). `all` also syncs each insert's files and
+ * directory before the insert returns, so a 200 survives a power loss. Measured cost: README, Storage.
+ */
+const FSYNC_SETTINGS: Readonly<Record<Fsync, Readonly<Record<string, number>>>> = {
+  none: { min_compressed_bytes_to_fsync_after_merge: 0, fsync_after_insert: 0, fsync_part_directory: 0 },
+  merges: { min_compressed_bytes_to_fsync_after_merge: 1, fsync_after_insert: 0, fsync_part_directory: 0 },
+  all: { min_compressed_bytes_to_fsync_after_merge: 1, fsync_after_insert: 1, fsync_part_directory: 1 },
 };
 
-async function tuneParts(db: ClickHouse): Promise<void> {
-  for (const [table, settings] of Object.entries(EMBEDDED_TABLE_SETTINGS)) {
+async function tuneParts(db: ClickHouse, fsync: Fsync): Promise<void> {
+  for (const [table, settings] of Object.entries(embeddedTableSettings(fsync))) {
     const assignments = Object.entries(settings).map(([name, value]) => `${name} = ${value}`);
     await db.command(`ALTER TABLE ${db.table(table)} MODIFY SETTING ${assignments.join(", ")}`);
   }

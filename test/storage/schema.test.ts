@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, spyOn, test } from "bun:test";
 import { loadConfig } from "../../src/config";
 import { SchemaError, Storage } from "../../src/storage";
 import type { ClickHouse } from "../../src/storage/clickhouse";
-import { createSchema, EMBEDDED_TABLE_SETTINGS } from "../../src/storage/schema";
+import { createSchema, embeddedTableSettings } from "../../src/storage/schema";
 import { captured } from "../helpers/captured";
 import { count } from "../helpers/rows";
 import { clickhouseEnv, openDb, send, startService, type TestService, uniqueDatabase } from "../helpers/service";
@@ -71,21 +71,22 @@ describe("schema", () => {
 
   test("the embedded engine's part settings apply to every table, also to tables made before; a server keeps its own", async () => {
     const db = await openDb(uniqueDatabase());
+    const settings = embeddedTableSettings(db.fsync ?? "merges");
     const settingsOf = async (table: string) => {
       const query = await createTableQuery(db, table);
-      const names = Object.keys(EMBEDDED_TABLE_SETTINGS[table]!);
+      const names = Object.keys(settings[table]!);
       return Object.fromEntries(names.map((name) => [name, new RegExp(`\\b${name} = (\\d+)`).exec(query)?.[1]]));
     };
     const expected = (table: string) =>
       Object.fromEntries(
-        Object.entries(EMBEDDED_TABLE_SETTINGS[table]!).map(([name, value]) => [
+        Object.entries(settings[table]!).map(([name, value]) => [
           name,
           db.backend === "embedded" ? String(value) : undefined,
         ]),
       );
     try {
       await createSchema(db, () => {});
-      const names = Object.keys(EMBEDDED_TABLE_SETTINGS.events!);
+      const names = Object.keys(settings.events!);
       await db.command(`ALTER TABLE ${db.table("events")} RESET SETTING ${names.join(", ")}`); // as made before
       expect(Object.values(await settingsOf("events"))).toEqual(names.map(() => undefined));
       await createSchema(db, () => {});

@@ -23,7 +23,9 @@ for (let i = 0; rows.length < total; i++) {
     rows.push(eventRow(captured, personIdFor(captured.distinctId)));
   }
 }
-const db = await ClickHouse.connect(loadConfig({ DATA_DIR: dataDir, CLICKHOUSE_DATABASE: "baseline" }).clickhouse);
+// The same storage settings as the service under test (bench/load.ts passes FSYNC through to both).
+const config = loadConfig({ DATA_DIR: dataDir, CLICKHOUSE_DATABASE: "baseline", FSYNC: process.env.FSYNC });
+const db = await ClickHouse.connect(config.clickhouse);
 await createSchema(db);
 await db.insert("events", rows.slice(0, rowsPerInsert)); // warm up
 Bun.gc(true);

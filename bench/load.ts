@@ -501,10 +501,14 @@ async function runLoad(work: string, population: Population): Promise<void> {
   const bodyCount =
     population.shape === "new" ? Math.min(6000, Math.ceil((30_000 * SECONDS) / EVENTS_PER_BATCH)) : 1000;
   const bytesPerEvent = writeBodies(bodiesFile, bodyCount, population);
+  // The engine's rate is measured on both sides of the load, so that a machine speeding up or slowing down
+  // during the run moves the baseline with it.
+  const before = engineBaseline(bodiesFile, join(work, "baseline-before"), BASELINE_ROWS_PER_INSERT);
   const service = await startService(join(work, "service"));
   const result = await drive(service, bodiesFile);
   await stop(service);
-  const engine = engineBaseline(bodiesFile, join(work, "baseline"), BASELINE_ROWS_PER_INSERT);
+  const after = engineBaseline(bodiesFile, join(work, "baseline-after"), BASELINE_ROWS_PER_INSERT);
+  const engine = { ...after, rate: (before.rate + after.rate) / 2 };
   const flushSize = Math.max(1, Math.round(result.flushEvents));
   const atFlushSize = engineBaseline(bodiesFile, join(work, "baseline-flush"), flushSize);
 
@@ -512,7 +516,9 @@ async function runLoad(work: string, population: Population): Promise<void> {
     `bench ${MODE}: ${CONNECTIONS} connections, ${SECONDS} s, batches of ${EVENTS_PER_BATCH} events (~${Math.round(bytesPerEvent)} bytes each)`,
   );
   printLoad("service", result);
-  printEngine("engine baseline", engine, BASELINE_ROWS_PER_INSERT);
+  printEngine("engine before", before, BASELINE_ROWS_PER_INSERT);
+  printEngine("engine after", after, BASELINE_ROWS_PER_INSERT);
+  console.log(`  engine baseline  ${fmt(engine.rate)} rows/s, the mean of the two`);
   printEngine("engine, flushes", atFlushSize, flushSize);
   console.log(`  ratio service/engine: ${(result.rate / engine.rate).toFixed(2)}`);
   console.log(`  ratio service/engine at the service's flush size: ${(result.rate / atFlushSize.rate).toFixed(2)}`);

@@ -453,9 +453,14 @@ interface EngineResult {
 }
 
 /** The engine's own insert rate for the rows of `bodiesFile`, `rowsPerInsert` at a time, in a process of its own. */
-function engineBaseline(bodiesFile: string, dataDir: string, rowsPerInsert: number): EngineResult {
+function engineBaseline(
+  bodiesFile: string,
+  dataDir: string,
+  rowsPerInsert: number,
+  rows = BASELINE_ROWS,
+): EngineResult {
   const script = join(ROOT, "bench", "engine-baseline.ts");
-  const args = [bodiesFile, dataDir, String(BASELINE_ROWS), String(rowsPerInsert)];
+  const args = [bodiesFile, dataDir, String(rows), String(rowsPerInsert)];
   const run = Bun.spawnSync([process.execPath, script, ...args], { cwd: ROOT, stdout: "pipe", stderr: "inherit" });
   return JSON.parse(run.stdout.toString()) as EngineResult;
 }
@@ -510,7 +515,13 @@ async function runLoad(work: string, population: Population): Promise<void> {
   const after = engineBaseline(bodiesFile, join(work, "baseline-after"), BASELINE_ROWS_PER_INSERT);
   const engine = { ...after, rate: (before.rate + after.rate) / 2 };
   const flushSize = Math.max(1, Math.round(result.flushEvents));
-  const atFlushSize = engineBaseline(bodiesFile, join(work, "baseline-flush"), flushSize);
+  // As many rows as the service stored, so that its merges and memory are the engine's over the same work.
+  const atFlushSize = engineBaseline(
+    bodiesFile,
+    join(work, "baseline-flush"),
+    flushSize,
+    Math.max(BASELINE_ROWS, result.acknowledged),
+  );
 
   console.log(
     `bench ${MODE}: ${CONNECTIONS} connections, ${SECONDS} s, batches of ${EVENTS_PER_BATCH} events (~${Math.round(bytesPerEvent)} bytes each)`,
@@ -529,7 +540,8 @@ async function runLoad(work: string, population: Population): Promise<void> {
  * The most any service could reach in this run, as ratios to the engine at 10,000 rows an insert. A flush holds at
  * most the events in flight (connections × batch), and the embedded engine runs one query at a time, so a flush
  * cycle takes at least its inserts. Two bounds: the engine alone inserting the same events at the flush size, and
- * the service's own insert phases (persons, links, events) with no time for anything else.
+ * the service's own insert phases (persons, links, events) with no time for anything else. And for memory, what the
+ * engine alone grew by over as many rows as the service stored, at the flush size.
  */
 function printBounds(result: LoadResult, engine: EngineResult, atFlushSize: EngineResult): void {
   const insertMs = result.phaseMs.persons + result.phaseMs.links + result.phaseMs.events;
@@ -537,7 +549,9 @@ function printBounds(result: LoadResult, engine: EngineResult, atFlushSize: Engi
   console.log(
     `  bounds at this flush size: the engine alone ${(atFlushSize.rate / engine.rate).toFixed(2)}; ` +
       `the service's inserts alone (${insertMs.toFixed(1)} ms a flush) ${fmt(insertsOnly)} events/s, ` +
-      `${(insertsOnly / engine.rate).toFixed(2)}`,
+      `${(insertsOnly / engine.rate).toFixed(2)}; memory: the engine alone grew ` +
+      `+${fmt(atFlushSize.peakRss - atFlushSize.idleRss)} MiB over the same rows, the service ` +
+      `+${fmt(result.peakRss - result.idleRss)}`,
   );
 }
 

@@ -1,7 +1,7 @@
 import type { Timestamp } from "../../event";
 import { Overlay } from "./overlay";
 import { type Link, type Person, personIdFor } from "./person";
-import { type PersonIntent, updatedProperties } from "./person-rules";
+import { mergedProperties, type PersonIntent, updatedProperties } from "./person-rules";
 import type { VersionClock } from "./version-clock";
 
 type Draft = { -readonly [K in keyof Person]: Person[K] };
@@ -101,7 +101,7 @@ export class IdentityBatch {
     const from = this.persons.get(fromId);
     if (from === undefined) return;
     const into = this.#edit(intoId);
-    into.properties = { ...from.properties, ...into.properties };
+    into.properties = mergedProperties(from.properties, into.properties);
     if (from.createdAt < into.createdAt) into.createdAt = from.createdAt;
     if (from.isIdentified && !into.isIdentified) {
       into.isIdentified = true;
@@ -133,7 +133,7 @@ export class IdentityBatch {
       person = {
         id: personId,
         distinctId,
-        properties: {},
+        properties: "{}",
         isIdentified: false,
         isDeleted: false,
         createdAt: timestamp,
@@ -155,7 +155,7 @@ export class IdentityBatch {
   #edit(personId: string): Draft {
     const person = this.persons.get(personId)!;
     if (this.persons.isChanged(personId)) return person as Draft;
-    const draft: Draft = { ...person, properties: { ...person.properties }, version: this.clock.next(person.version) };
+    const draft: Draft = { ...person, version: this.clock.next(person.version) };
     this.persons.change(personId, draft);
     return draft;
   }

@@ -36,11 +36,11 @@ export function personCache(maxBytes: number): PersonCache {
 }
 
 /**
- * About what a person takes in memory: its properties as JSON text, twice (JavaScript strings and objects hold
- * more than their text), and its other fields. An estimate, so the cache's bound holds within a small factor.
+ * About what a person takes in memory: its properties' JSON text (two bytes a character at most) and its other
+ * fields. An estimate, so the cache's bound holds within a small factor.
  */
 export function personBytes(person: Person): number {
-  return 2 * JSON.stringify(person.properties).length + PERSON_OVERHEAD_BYTES;
+  return 2 * person.properties.length + PERSON_OVERHEAD_BYTES;
 }
 
 const PERSON_OVERHEAD_BYTES = 400;

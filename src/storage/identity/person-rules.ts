@@ -100,15 +100,21 @@ function merged(inProperties: unknown, eventLevel: Properties | undefined): Prop
 }
 
 /**
- * The person's properties after the updates, or undefined if they change nothing. `$set_once` fills absent
- * keys, then `$set` overwrites, then `$unset` removes: within one event, `$set` beats `$set_once` and `$unset`
- * beats both.
+ * The person's properties (JSON text) after the updates, or undefined if they change nothing. `$set_once` fills
+ * absent keys, then `$set` overwrites, then `$unset` removes: within one event, `$set` beats `$set_once` and
+ * `$unset` beats both.
  */
-export function updatedProperties(current: Properties, updates: PersonUpdates): Properties | undefined {
+export function updatedProperties(current: string, updates: PersonUpdates): string | undefined {
   // No prototype, so a key such as `__proto__` is stored like any other instead of reaching a setter.
-  const next: Properties = Object.assign(Object.create(null), current);
+  const next: Properties = Object.assign(Object.create(null), JSON.parse(current));
   for (const [key, value] of Object.entries(updates.setOnce ?? {})) if (!Object.hasOwn(next, key)) next[key] = value;
   Object.assign(next, updates.set);
   for (const key of updates.unset ?? []) delete next[key];
-  return JSON.stringify(next) === JSON.stringify(current) ? undefined : next;
+  const text = JSON.stringify(next);
+  return text === current ? undefined : text;
+}
+
+/** Both persons' properties (JSON text), `into`'s winning where both have a key. */
+export function mergedProperties(from: string, into: string): string {
+  return JSON.stringify({ ...JSON.parse(from), ...JSON.parse(into) });
 }

@@ -1,4 +1,4 @@
-import type { Properties, Timestamp } from "../../event";
+import type { Timestamp } from "../../event";
 import type { ClickHouse } from "../clickhouse";
 import type { DistinctIdRow, PersonRow } from "../schema";
 import type { Link, Person } from "./person";
@@ -129,7 +129,7 @@ function toPersons(rows: readonly PersonRecord[]): Map<string, Person> {
       {
         id: row.person,
         distinctId: row.primary_id,
-        properties: JSON.parse(row.props) as Properties,
+        properties: row.props,
         isIdentified: Number(row.identified) === 1,
         isDeleted: Number(row.deleted) === 1,
         createdAt: row.created,
@@ -143,7 +143,7 @@ export function personRow(person: Person): PersonRow {
   return {
     id: person.id,
     distinct_id: person.distinctId,
-    properties: JSON.stringify(person.properties),
+    properties: person.properties,
     is_identified: person.isIdentified ? 1 : 0,
     is_deleted: person.isDeleted ? 1 : 0,
     created_at: person.createdAt,

@@ -1,4 +1,4 @@
-import type { Properties, Timestamp } from "../../event";
+import type { Timestamp } from "../../event";
 
 /** person_id = UUIDv5(distinct_id) in this namespace (PostHog's person namespace), for a distinct ID seen first. */
 export const PERSON_ID_NAMESPACE = "932979b4-65c3-4424-8467-0b66ec27bc22";
@@ -12,7 +12,12 @@ export interface Person {
   readonly id: string;
   /** The primary distinct ID: the identified one once there is one, else the first seen. */
   readonly distinctId: string;
-  readonly properties: Properties;
+  /**
+   * Its properties as JSON text, as stored. Kept as text rather than parsed: a million cached persons are then a
+   * million strings instead of several million small objects for the collector to walk, and only the few a batch
+   * changes are ever parsed (README, Benchmarks).
+   */
+  readonly properties: string;
   readonly isIdentified: boolean;
   readonly isDeleted: boolean;
   readonly createdAt: Timestamp;

@@ -16,7 +16,7 @@ function known(batch: IdentityBatch, links: Record<string, string>): void {
     const person: Person = {
       id: personId,
       distinctId,
-      properties: { [`from_${distinctId}`]: true },
+      properties: JSON.stringify({ [`from_${distinctId}`]: true }),
       isIdentified: false,
       isDeleted: false,
       createdAt: at,
@@ -50,7 +50,7 @@ describe("IdentityBatch", () => {
     expect(batch.links.get("b-old")!.version).toBeGreaterThan(5);
 
     const persons = Object.fromEntries(batch.changedPersons().map((p) => [p.id, p]));
-    expect(persons.pc?.properties).toEqual({ from_a: true, from_b: true, from_c: true });
+    expect(JSON.parse(persons.pc!.properties)).toEqual({ from_a: true, from_b: true, from_c: true });
     expect([persons.pa?.isDeleted, persons.pb?.isDeleted, persons.pc?.isDeleted]).toEqual([true, true, false]);
   });
 

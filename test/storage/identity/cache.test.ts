@@ -77,10 +77,10 @@ describe("linkCache without a ttl (a sole writer's)", () => {
 });
 
 describe("personCache", () => {
-  const person = (id: string, properties: Person["properties"] = {}): Person => ({
+  const person = (id: string, properties: Record<string, unknown> = {}): Person => ({
     id,
     distinctId: id,
-    properties,
+    properties: JSON.stringify(properties),
     isIdentified: false,
     isDeleted: false,
     createdAt: "2024-01-01 00:00:00.000000" as Timestamp,

@@ -1,6 +1,12 @@
 import { describe, expect, test } from "bun:test";
 import type { CapturedEvent } from "../../../src/event";
-import { isLinkable, linkedIdOf, personUpdatesOf, updatedProperties } from "../../../src/storage/identity/person-rules";
+import {
+  isLinkable,
+  linkedIdOf,
+  mergedProperties,
+  personUpdatesOf,
+  updatedProperties,
+} from "../../../src/storage/identity/person-rules";
 
 const event = (name: string, distinctId: string, properties: Record<string, unknown>) =>
   ({ event: name, distinctId, properties }) as unknown as CapturedEvent;
@@ -54,7 +60,8 @@ describe("linkedIdOf", () => {
 describe("person property updates", () => {
   const apply = (current: Record<string, unknown>, properties: Record<string, unknown>) => {
     const updates = personUpdatesOf(properties);
-    return updates && updatedProperties(current, updates);
+    const updated = updates && updatedProperties(JSON.stringify(current), updates);
+    return updated === undefined ? undefined : JSON.parse(updated);
   };
 
   test("$set overwrites, $set_once fills only absent keys, $unset removes", () => {
@@ -84,6 +91,12 @@ describe("person property updates", () => {
   test("updates that are not objects (or lists, for $unset) are ignored", () => {
     expect(personUpdatesOf({ $set: "a", $set_once: [1], $unset: "a" })).toBeUndefined();
     expect(personUpdatesOf({ $unset: ["a", 1, null] })?.unset).toEqual(["a"]);
+  });
+
+  test("a merge keeps both persons' keys, the surviving person's value where both have one", () => {
+    const merged = mergedProperties('{"a":1,"b":2,"__proto__":{"x":1}}', '{"b":3,"c":4}');
+    expect(JSON.parse(merged)).toEqual(JSON.parse('{"a":1,"b":3,"__proto__":{"x":1},"c":4}'));
+    expect(({} as Record<string, unknown>).x).toBeUndefined();
   });
 
   test("keys such as __proto__ are stored as ordinary keys", () => {

@@ -19,7 +19,7 @@ test("allLinks and allPersons page through every row exactly once, however the p
       const persons = [];
       for await (const page of allPersons(service.db, pageSize)) persons.push(...page.values());
       expect(persons.map((person) => person.id).sort()).toEqual(ids.map(personIdFor).sort());
-      expect(new Set(persons.map((person) => person.properties.id))).toEqual(new Set(ids));
+      expect(new Set(persons.map((person) => JSON.parse(person.properties).id))).toEqual(new Set(ids));
     }
   } finally {
     await service.stop();

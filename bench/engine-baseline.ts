@@ -1,7 +1,8 @@
 // The engine's own insert rate for the rows a batch file becomes: events converted exactly as the service
-// converts them, `total` rows inserted `rowsPerInsert` rows at a time through @clickhouse/client into a fresh embedded engine,
-// with its resident memory sampled while it inserts. Run as its own process by bench/load.ts (chDB binds one data
-// directory per process). Prints rows/s and RSS (MiB) as JSON.
+// converts them, `total` rows inserted `rowsPerInsert` rows at a time through @clickhouse/client into a fresh
+// embedded engine, with its resident memory sampled while it inserts. Run as its own process by bench/load.ts
+// (chDB binds one data directory per process). Prints rows/s, RSS (MiB) and the median and 99th percentile of an
+// insert's time as JSON.
 import { normalize } from "../src/capture/normalize";
 import { timestampOf } from "../src/capture/timestamp";
 import { acceptEvents } from "../src/capture/validate";
@@ -36,14 +37,29 @@ let peakRss = idleRss;
 const sampler = setInterval(() => {
   peakRss = Math.max(peakRss, rssMiB(process.pid));
 }, 100);
+const insertMs: number[] = [];
 const started = performance.now();
 for (let done = 0; done < total; done += rowsPerInsert) {
   const start = done % rows.length;
   const insert = rows.slice(start, start + rowsPerInsert);
   if (insert.length < rowsPerInsert) insert.push(...rows.slice(0, rowsPerInsert - insert.length));
+  const began = performance.now();
   await db.insert("events", insert);
+  insertMs.push(performance.now() - began);
 }
 const seconds = (performance.now() - started) / 1000;
 clearInterval(sampler);
 await db.close();
-console.log(JSON.stringify({ rows: total, seconds, rate: total / seconds, idleRss, peakRss }));
+insertMs.sort((a, b) => a - b);
+const quantile = (q: number) => insertMs[Math.min(insertMs.length - 1, Math.floor(q * insertMs.length))]!;
+console.log(
+  JSON.stringify({
+    rows: total,
+    seconds,
+    rate: total / seconds,
+    idleRss,
+    peakRss,
+    p50Ms: quantile(0.5),
+    p99Ms: quantile(0.99),
+  }),
+);

@@ -15,10 +15,22 @@ async function syncs(db: ClickHouse): Promise<{ files: number; directories: numb
   return { files: of("FileSync"), directories: of("DirectorySync") };
 }
 
-/** The fsyncs two inserts into `person_distinct_ids` cost, and then a merge of the two parts they made. */
-async function syncsOf(fsync: Fsync): Promise<{ inserts: { files: number; directories: number }; merge: number }> {
-  const config = loadConfig({ ...clickhouseEnv(), CLICKHOUSE_DATABASE: uniqueDatabase(), FSYNC: fsync });
-  const db = await ClickHouse.connect(config.clickhouse);
+/**
+ * The fsyncs two inserts into `person_distinct_ids` cost, and then a merge of the two parts they made, on a
+ * database whose schema was created at each of `levels` in turn (as by services restarted with another `FSYNC`).
+ */
+async function syncsOf(
+  ...levels: [Fsync, ...Fsync[]]
+): Promise<{ inserts: { files: number; directories: number }; merge: number }> {
+  const database = uniqueDatabase();
+  const open = (fsync: Fsync) =>
+    ClickHouse.connect(loadConfig({ ...clickhouseEnv(), CLICKHOUSE_DATABASE: database, FSYNC: fsync }).clickhouse);
+  for (const fsync of levels.slice(0, -1)) {
+    const earlier = await open(fsync);
+    await createSchema(earlier, () => {});
+    await earlier.close();
+  }
+  const db = await open(levels.at(-1)!);
   const table = db.table("person_distinct_ids");
   try {
     await createSchema(db, () => {});
@@ -58,3 +70,8 @@ test.skipIf(!embedded)(
     expect(all.merge).toBeGreaterThan(0);
   },
 );
+
+test.skipIf(!embedded)("a restart with another FSYNC level changes what existing tables sync", async () => {
+  expect(await syncsOf("all", "none")).toEqual({ inserts: { files: 0, directories: 0 }, merge: 0 });
+  expect((await syncsOf("none", "all")).inserts.directories).toBeGreaterThan(0);
+});

@@ -516,7 +516,7 @@ async function runLoad(work: string, population: Population): Promise<void> {
   const result = await drive(service, bodiesFile);
   await stop(service);
   const after = engineBaseline(bodiesFile, join(work, "baseline-after"), BASELINE_ROWS_PER_INSERT);
-  const engine = { ...after, rate: (before.rate + after.rate) / 2 };
+  const engineRate = (before.rate + after.rate) / 2;
   const flushSize = Math.max(1, Math.round(result.flushEvents));
   // As many rows as the service stored, so that its merges and memory are the engine's over the same work.
   const atFlushSize = engineBaseline(
@@ -532,16 +532,16 @@ async function runLoad(work: string, population: Population): Promise<void> {
   printLoad("service", result);
   printEngine("engine before", before, BASELINE_ROWS_PER_INSERT);
   printEngine("engine after", after, BASELINE_ROWS_PER_INSERT);
-  console.log(`  engine baseline  ${fmt(engine.rate)} rows/s, the mean of the two`);
+  console.log(`  engine baseline  ${fmt(engineRate)} rows/s, the mean of the two`);
   printEngine("engine, flushes", atFlushSize, flushSize);
   // A request waits at least for the insert of the flush it is in, so the engine's own slow inserts at this size
   // are a floor under the service's p99.
   console.log(
     `  ${"".padEnd(16)} an insert: p50 ${atFlushSize.p50Ms.toFixed(1)} ms, p99 ${atFlushSize.p99Ms.toFixed(1)} ms`,
   );
-  console.log(`  ratio service/engine: ${(result.rate / engine.rate).toFixed(2)}`);
+  console.log(`  ratio service/engine: ${(result.rate / engineRate).toFixed(2)}`);
   console.log(`  ratio service/engine at the service's flush size: ${(result.rate / atFlushSize.rate).toFixed(2)}`);
-  printBounds(result, engine, atFlushSize);
+  printBounds(result, engineRate, atFlushSize);
 }
 
 /**
@@ -551,13 +551,13 @@ async function runLoad(work: string, population: Population): Promise<void> {
  * the service's own insert phases (persons, links, events) with no time for anything else. And for memory, what the
  * engine alone grew by over as many rows as the service stored, at the flush size.
  */
-function printBounds(result: LoadResult, engine: EngineResult, atFlushSize: EngineResult): void {
+function printBounds(result: LoadResult, engineRate: number, atFlushSize: EngineResult): void {
   const insertMs = result.phaseMs.persons + result.phaseMs.links + result.phaseMs.events;
   const insertsOnly = result.flushEvents / (insertMs / 1000);
   console.log(
-    `  bounds at this flush size: the engine alone ${(atFlushSize.rate / engine.rate).toFixed(2)}; ` +
+    `  bounds at this flush size: the engine alone ${(atFlushSize.rate / engineRate).toFixed(2)}; ` +
       `the service's inserts alone (${insertMs.toFixed(1)} ms a flush) ${fmt(insertsOnly)} events/s, ` +
-      `${(insertsOnly / engine.rate).toFixed(2)}; memory: the engine alone grew ` +
+      `${(insertsOnly / engineRate).toFixed(2)}; memory: the engine alone grew ` +
       `+${fmt(atFlushSize.peakRss - atFlushSize.idleRss)} MiB over the same rows, the service ` +
       `+${fmt(result.peakRss - result.idleRss)}`,
   );

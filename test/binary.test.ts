@@ -1,35 +1,25 @@
-import { afterAll, beforeAll, expect, test } from "bun:test";
-import { copyFileSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { beforeAll, expect, test } from "bun:test";
+import { copyFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import pkg from "../package.json" with { type: "json" };
 import { TABLES } from "../src/storage/schema";
 import { queryRows, ROOT, rssMiB, startProcess } from "./helpers/process";
+import { scratchDir } from "./helpers/scratch";
 import { uniqueDatabase } from "./helpers/service";
 
 // The single executable, as an operator gets it: `npm run build`, copied alone into an empty directory, run with
 // an environment that has no PATH (so no node and no bun), on the embedded engine and against a ClickHouse server.
 
 const KEY = "binary-key";
-const dirs: string[] = [];
-const tempDir = (prefix: string) => {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  dirs.push(dir);
-  return dir;
-};
 let binary: string;
 
 beforeAll(() => {
   const build = Bun.spawnSync(["npm", "run", "build", "--silent"], { cwd: ROOT, stderr: "pipe", stdout: "pipe" });
   if (build.exitCode !== 0) throw new Error(`npm run build failed: ${build.stderr}`);
   console.log(`binary: ${build.stdout.toString().trim()}`);
-  binary = join(tempDir("ingest-binary-"), "ingest");
+  binary = join(scratchDir("ingest-binary-"), "ingest");
   copyFileSync(join(ROOT, "dist", "ingest"), binary);
 }, 120_000);
-
-afterAll(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
 
 /** Runs the copied binary with exactly `env` (no PATH), from its own directory; times it to a healthy /health. */
 async function run(env: Record<string, string>) {
@@ -59,7 +49,7 @@ test("--help lists every setting with its default, --version prints the version,
 });
 
 test("on the embedded engine: first start unpacks it once, later starts reuse it; ingests; SIGTERM; rows on disk", async () => {
-  const env = { DATA_DIR: tempDir("ingest-binary-data-"), CHDB_CACHE_DIR: tempDir("ingest-binary-cache-") };
+  const env = { DATA_DIR: scratchDir("ingest-binary-data-"), CHDB_CACHE_DIR: scratchDir("ingest-binary-cache-") };
   const database = uniqueDatabase();
   const first = await run({ ...env, CLICKHOUSE_DATABASE: database, METRICS_PORT: "0" });
   expect(await ingest(first.url, "from_binary")).toEqual({
@@ -117,7 +107,7 @@ test("with CLICKHOUSE_URL: ingests through the server and never loads (or unpack
     },
   });
   try {
-    const cache = tempDir("ingest-binary-unused-cache-");
+    const cache = scratchDir("ingest-binary-unused-cache-");
     const service = await run({ CLICKHOUSE_URL: clickhouse.url.href, CHDB_CACHE_DIR: cache });
     expect(await ingest(service.url, "via_server")).toEqual({
       status: 200,

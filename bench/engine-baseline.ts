@@ -4,18 +4,20 @@
 // (chDB binds one data directory per process). Prints rows/s, RSS (MiB) and the median and 99th percentile of an
 // insert's time as JSON.
 import { normalize } from "../src/capture/normalize";
-import { timestampOf } from "../src/capture/timestamp";
+import { timestampFromDate } from "../src/capture/timestamp";
 import { acceptEvents } from "../src/capture/validate";
 import { loadConfig } from "../src/config";
 import { ClickHouse } from "../src/storage/clickhouse";
+import { tuneEmbeddedEngine } from "../src/storage/embedded/tuning";
 import { personIdFor } from "../src/storage/identity";
-import { createSchema, eventRow } from "../src/storage/schema";
+import { eventRow } from "../src/storage/rows";
+import { createSchema } from "../src/storage/schema";
 import { rssMiB } from "../test/helpers/process";
 
 const [bodiesFile, dataDir] = [process.argv[2]!, process.argv[3]!];
 const [total, rowsPerInsert] = [Number(process.argv[4]), Number(process.argv[5] ?? 10_000)];
 const lines = (await Bun.file(bodiesFile).text()).split("\n").filter((line) => line !== "");
-const receivedAt = timestampOf(new Date());
+const receivedAt = timestampFromDate(new Date());
 // At most this many rows are built (and held) at once; a longer run inserts them again, from the start.
 const BUILT_ROWS = 300_000;
 const rows = [];
@@ -30,6 +32,7 @@ for (let i = 0; rows.length < Math.min(total, BUILT_ROWS); i++) {
 const config = loadConfig({ DATA_DIR: dataDir, CLICKHOUSE_DATABASE: "baseline", FSYNC: process.env.FSYNC });
 const db = await ClickHouse.connect(config.clickhouse);
 await createSchema(db);
+if (config.clickhouse.kind === "embedded") await tuneEmbeddedEngine(db, config.clickhouse.fsync);
 await db.insert("events", rows.slice(0, rowsPerInsert)); // warm up
 Bun.gc(true);
 const idleRss = rssMiB(process.pid);

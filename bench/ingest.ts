@@ -2,7 +2,7 @@
  * Ingest benchmarks, on the embedded engine in a temporary directory. Machines here are noisy, so each figure
  * comes with a ratio against a baseline measured in the same run.
  *
- *   npm run bench                # both
+ *   npm run bench:in-process     # both
  *   bun bench/ingest.ts http     # HTTP throughput vs the engine's raw insert rate
  *   bun bench/ingest.ts persons  # per-event identity cost with few vs many known persons
  */
@@ -10,14 +10,15 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { normalize } from "../src/capture/normalize";
-import { timestampOf } from "../src/capture/timestamp";
+import { PendingBytes } from "../src/capture/pending";
+import { timestampFromDate } from "../src/capture/timestamp";
 import { loadConfig } from "../src/config";
 import type { CapturedEvent } from "../src/event";
 import { serve } from "../src/server";
-import { Storage, type StorageOptions } from "../src/storage";
+import { Storage, type StorageOptions, storageOptions } from "../src/storage";
 import { ClickHouse } from "../src/storage/clickhouse";
 import { personIdFor } from "../src/storage/identity";
-import { eventRow } from "../src/storage/schema";
+import { eventRow } from "../src/storage/rows";
 
 const dataDir = mkdtempSync(join(tmpdir(), "ingest-bench-"));
 process.on("exit", () => rmSync(dataDir, { recursive: true, force: true }));
@@ -29,11 +30,17 @@ interface Opened {
   readonly db: ClickHouse;
 }
 
-const clickhouseFor = (database: string) => loadConfig({ DATA_DIR: dataDir, CLICKHOUSE_DATABASE: database }).clickhouse;
+/**
+ * The storage's options on `database`, as a service started with `env` would have them; `soleWriter: false`
+ * measures the embedded engine as one of several writers.
+ */
+function optionsFor(database: string, env: Record<string, string> = {}, soleWriter?: boolean): StorageOptions {
+  const options = storageOptions(loadConfig({ ...env, DATA_DIR: dataDir, CLICKHOUSE_DATABASE: database }));
+  return soleWriter === undefined ? options : { ...options, identity: { ...options.identity, soleWriter } };
+}
 
-async function openStorage(database = `bench_${databases++}`, options: StorageOptions = {}): Promise<Opened> {
-  const clickhouse = clickhouseFor(database);
-  return { storage: await Storage.open(clickhouse, options), db: await ClickHouse.connect(clickhouse) };
+async function openStorage(options = optionsFor(`bench_${databases++}`)): Promise<Opened> {
+  return { storage: await Storage.open(options), db: await ClickHouse.connect(options.clickhouse) };
 }
 
 function pageview(distinctId: string, i: number) {
@@ -59,11 +66,11 @@ function captured(distinctId: string, i: number): CapturedEvent {
       event: raw.event,
       distinctId,
       properties: raw.properties,
-      eventLevel: {},
-      timestamp: timestampOf(new Date(raw.timestamp)),
+      topLevelSets: {},
+      timestamp: timestampFromDate(new Date(raw.timestamp)),
       uuid: raw.uuid,
     },
-    timestampOf(new Date()),
+    timestampFromDate(new Date()),
   );
 }
 
@@ -78,10 +85,8 @@ async function httpThroughput(): Promise<void> {
   const total = CLIENTS * REQUESTS_PER_CLIENT * EVENTS_PER_REQUEST;
 
   const { storage, db } = await openStorage();
-  const server = serve({
-    config: loadConfig({ HOST: "127.0.0.1", PORT: "0", PUBLIC_API_KEYS: "bench" }),
-    sink: storage,
-  });
+  const config = loadConfig({ HOST: "127.0.0.1", PORT: "0", PUBLIC_API_KEYS: "bench" });
+  const server = serve({ config, sink: storage, pending: new PendingBytes(config.maxPendingBytes) });
   const bodies = Array.from({ length: CLIENTS * REQUESTS_PER_CLIENT }, (_, r) =>
     JSON.stringify({
       api_key: "bench",
@@ -132,8 +137,8 @@ async function personScaling(): Promise<void> {
     // Measured as one of several writers (the reads a cache miss costs); a sole writer's caches and startup
     // preload are measured by `npm run bench persons`. The warm phase measures the cache itself, so its entries
     // must outlive seeding and measurement.
-    const identity = { soleWriter: false, cacheTtlMs: 600_000, cacheCapacity: 200_000 };
-    const { storage, db } = await openStorage(undefined, { identity });
+    const options = optionsFor(`bench_${databases++}`, { LINK_CACHE_TTL_MS: "600000" }, false);
+    const { storage, db } = await openStorage(options);
     for (let i = 0; i < known; i += 10_000) {
       await storage.ingest(Array.from({ length: Math.min(10_000, known - i) }, (_, j) => captured(`user-${i + j}`, j)));
     }
@@ -142,7 +147,7 @@ async function personScaling(): Promise<void> {
       await db.command(`OPTIMIZE TABLE ${db.table(table)} FINAL`);
     }
     for (const phase of ["warm", "cold"] as const) {
-      const target = phase === "warm" ? storage : await Storage.open(clickhouseFor(db.database), { identity }); // cold: empty cache
+      const target = phase === "warm" ? storage : await Storage.open(options); // cold: empty cache
       const events = Array.from({ length: MEASURED }, (_, i) => captured(`user-${(i * 7919) % known}`, i));
       const start = performance.now();
       for (let i = 0; i < events.length; i += BATCH) await target.ingest(events.slice(i, i + BATCH));

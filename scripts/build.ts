@@ -3,7 +3,7 @@
  *
  * `bun build --compile` bundles the service; a plugin replaces chDB's native loader (which would look for
  * node_modules/@chdb/lib-<platform> at run time) with one that carries the addon and libchdb.so inside the
- * executable, with their SHA-256 digests, and unpacks them on first use (src/storage/embedded-engine.ts).
+ * executable, with their SHA-256 digests, and unpacks them on first use (src/storage/embedded/unpack.ts).
  */
 import { join, resolve } from "node:path";
 import type { BunPlugin } from "bun";
@@ -28,16 +28,16 @@ async function describe(name: string) {
 
 const files = [await describe("libchdb.so"), await describe("chdb_node.node")];
 
-const engine = join(ROOT, "src", "storage", "embedded-engine.ts");
+const unpack = join(ROOT, "src", "storage", "embedded", "unpack.ts");
 
 /**
- * Two modules replaced: src/storage/embedded-files.ts gets the engine files, embedded, with their digests; and
+ * Two modules replaced: src/storage/embedded/files.ts gets the engine files, embedded, with their digests; and
  * chDB's dist/loader.js keeps its exports but loads the addon from where the service unpacked it.
  */
 const embedEngine: BunPlugin = {
   name: "embedded-chdb",
   setup(build) {
-    build.onLoad({ filter: /[\\/]src[\\/]storage[\\/]embedded-files\.ts$/ }, () => ({
+    build.onLoad({ filter: /[\\/]src[\\/]storage[\\/]embedded[\\/]files\.ts$/ }, () => ({
       loader: "ts",
       contents: [
         ...files.map((file, i) => `import file${i} from ${JSON.stringify(file.path)} with { type: "file" };`),
@@ -49,7 +49,7 @@ const embedEngine: BunPlugin = {
     build.onLoad({ filter: /[\\/]chdb[\\/]dist[\\/]loader\.js$/ }, () => ({
       loader: "ts",
       contents: [
-        `import { loadEmbeddedAddon } from ${JSON.stringify(engine)};`,
+        `import { loadEmbeddedAddon } from ${JSON.stringify(unpack)};`,
         "let cached;",
         'export function platformKey() { return process.platform + "-" + process.arch; }',
         "export function loadNative() { return (cached ??= loadEmbeddedAddon()); }",

@@ -1,7 +1,8 @@
 /**
  * Every failure a client can see, as one table of stable codes. The code decides the HTTP status; tests, logs
- * and metrics use the code, clients see the status and the message. The spec's fixed message texts (SPEC §7)
- * live here and nowhere else; the server turns an `IngestError` into the Error object in one place.
+ * and metrics use the code, clients see the status and the message. The contract's fixed message texts live
+ * here and nowhere else (docs/behaviour.md, Errors); the server turns an `IngestError` into the Error object in
+ * one place, and `fail` has one maker per code, named after it.
  */
 const STATUS = {
   invalid_payload: 400,
@@ -22,7 +23,8 @@ const STATUS = {
   unsupported_content_encoding: 415,
   compression_not_supported: 415,
   internal: 500,
-  unavailable: 503,
+  busy: 503,
+  shutting_down: 503,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof STATUS;
@@ -48,6 +50,11 @@ export class IngestError extends Error {
     this.headers = headers;
   }
 }
+
+/** `snake_case` as `camelCase`: the name of a code's maker in `fail`. */
+type CamelCase<S extends string> = S extends `${infer Head}_${infer Tail}`
+  ? `${Head}${Capitalize<CamelCase<Tail>>}`
+  : S;
 
 export const fail = {
   invalidPayload: (cause?: unknown) =>
@@ -77,7 +84,7 @@ export const fail = {
     new IngestError("unsupported_content_type", "Unsupported content type. Use application/json."),
   unsupportedContentEncoding: (value: string) =>
     new IngestError("unsupported_content_encoding", `Unsupported content-encoding: ${value}`),
-  compressionParam: () =>
+  compressionNotSupported: () =>
     new IngestError(
       "compression_not_supported",
       "The compression query parameter is not supported. Send gzip-compressed JSON with Content-Encoding: gzip instead.",
@@ -87,13 +94,15 @@ export const fail = {
       headers: { Connection: "close" },
     }),
   /** Too much work waiting (queued events, or request bodies in flight); SDKs retry a 503 after the pause it names. */
-  busy: () => fail.unavailable("The service is busy; retry shortly", 1),
-  /** Not now, but soon: the client should retry after the given seconds. */
-  unavailable: (message: string, retryAfterSeconds: number) =>
-    new IngestError("unavailable", message, { headers: { "Retry-After": String(retryAfterSeconds) } }),
+  busy: () => new IngestError("busy", "The service is busy; retry shortly", { headers: { "Retry-After": "1" } }),
+  /** The request reached a service that is stopping; another instance, or this one restarted, will take it. */
+  shuttingDown: () =>
+    new IngestError("shutting_down", "The service is shutting down; retry shortly", {
+      headers: { "Retry-After": "5" },
+    }),
   /** Anything unexpected: the cause is logged, never sent. The client may retry. */
   internal: (cause: unknown) => new IngestError("internal", "Internal server error", { cause }),
-} as const;
+} as const satisfies { readonly [Code in ErrorCode as CamelCase<Code>]: (...args: never[]) => IngestError };
 
 /** The failure as a client sees it: an `IngestError` as it is, anything else as `internal`. */
 export function asIngestError(error: unknown): IngestError {

@@ -13,6 +13,9 @@ export type Properties = Record<string, unknown>;
  */
 export type Timestamp = string & { readonly __brand: "Timestamp" };
 
+/** The all-zero UUID: no event id a client chose, and below every person id. */
+export const NIL_UUID = "00000000-0000-0000-0000-000000000000";
+
 /** An accepted event in the form it is stored in, minus its person, which identity resolution adds. */
 export interface CapturedEvent {
   readonly uuid: string;
@@ -32,11 +35,11 @@ export interface CapturedEvent {
    * calls do. They update the person (merged over the ones in `properties`, winning a conflict, as PostHog's
    * ingestion does) and are not stored with the event.
    */
-  readonly eventLevel: PersonProperties;
+  readonly topLevelSets: TopLevelSets;
 }
 
-/** Person property updates that arrived as event-level fields. */
-export interface PersonProperties {
+/** `$set` and `$set_once` as sent at an event's top level, beside `properties`. */
+export interface TopLevelSets {
   readonly $set?: Properties;
   readonly $set_once?: Properties;
 }

@@ -1,23 +1,28 @@
 import type { Server } from "bun";
 import { type CaptureResult, captureBatch } from "./capture";
-import { PendingBytes } from "./capture/pending";
+import type { PendingBytes } from "./capture/pending";
 import type { Config } from "./config";
 import { ALLOWED_METHODS, allowedOrigin, preflight, shareWith } from "./cors";
 import { asIngestError, fail, type IngestError } from "./errors";
 import type { EventSink } from "./event";
+import type { Metrics, ScrapeSources } from "./telemetry";
 
 export type Route = "batch" | "health" | "other";
 
-/** One answered request, as logs and metrics see it: never its body. */
-export interface Answer {
+/** What handling a request came to, as logs and metrics see it: never its body. */
+interface Handled {
+  readonly route: Route;
+  readonly failure?: IngestError;
+  readonly result?: CaptureResult;
+}
+
+/** One answered request. */
+export interface Answer extends Handled {
   readonly method: string;
   readonly path: string;
-  readonly route: Route;
   readonly status: number;
   /** The declared Content-Length, if any. */
   readonly bytes: number | undefined;
-  readonly failure?: IngestError;
-  readonly result?: CaptureResult;
 }
 
 export interface RequestObserver {
@@ -28,63 +33,74 @@ export interface RequestObserver {
 export interface App {
   readonly config: Config;
   readonly sink: EventSink;
+  /** The body bytes in flight, shared by every request of the server (`MAX_PENDING_BYTES`). */
+  readonly pending: PendingBytes;
   /** Told of every answer (logs, metrics, tests). Without one, only internal failures are reported, to stderr. */
   readonly observer?: RequestObserver;
-  /** The body bytes in flight, shared by the server's requests (`serve` makes it; without one, each request counts alone). */
-  readonly pending?: PendingBytes;
 }
 
 /**
- * Starts the HTTP server. Bun's own body limit is lifted out of the way: over it, Bun would answer with an
- * empty 413, and the spec wants an Error object, so `MAX_BATCH_BYTES` is enforced while reading the body.
+ * Starts the public listener. Bun's own body limit is lifted out of the way: over it, Bun would answer with an
+ * empty 413, and the contract wants an Error object, so `MAX_BATCH_BYTES` is enforced while reading the body.
  * Development mode stays off and `error` answers anything that escapes `handle`, so Bun's HTML error page,
  * with paths and source lines, is never sent.
  */
 export function serve(app: App): Server<undefined> {
-  const served: App = { ...app, pending: app.pending ?? new PendingBytes(app.config.maxPendingBytes) };
   return Bun.serve({
     hostname: app.config.host,
     port: app.config.port,
     development: false,
     maxRequestBodySize: Number.MAX_SAFE_INTEGER,
-    fetch: (request) => handle(request, served),
+    fetch: (request) => handle(request, app),
     error: (error) => errorResponse(fail.internal(error)),
+  });
+}
+
+/** Starts the metrics listener on `METRICS_PORT` (`GET /metrics`, nothing else), when it is set. */
+export function serveMetrics(config: Config, metrics: Metrics, sources: ScrapeSources): Server<undefined> | undefined {
+  if (config.metricsPort === undefined) return undefined;
+  return Bun.serve({
+    hostname: config.host,
+    port: config.metricsPort,
+    development: false,
+    fetch: async (request) => {
+      if (pathOf(URL.parse(request.url, BASE_URL)) !== "/metrics") return new Response("Not found\n", { status: 404 });
+      return new Response(await metrics.scrape(sources), { headers: { "Content-Type": metrics.contentType } });
+    },
   });
 }
 
 // Without a Host header (HTTP/1.0), or with one that is no host, Bun hands over a relative URL.
 const BASE_URL = "http://localhost";
 
-interface Outcome {
-  readonly response: Response;
-  readonly route: Route;
-  readonly failure?: IngestError;
-  readonly result?: CaptureResult;
-}
+const pathOf = (url: URL | null): string => url?.pathname ?? "";
 
 /** Routes by hand, and is the one place a failure becomes a response; responses to an allowed origin are shared. */
 export async function handle(request: Request, app: App): Promise<Response> {
   const url = URL.parse(request.url, BASE_URL);
-  const path = url?.pathname ?? "";
-  const outcome = await route(request, url, path, app);
+  const path = pathOf(url);
+  const { response: routed, ...handled } = await route(request, url, path, app);
   const origin = allowedOrigin(request, app.config);
-  const response = origin === undefined ? outcome.response : shareWith(outcome.response, origin);
+  const response = origin === undefined ? routed : shareWith(routed, origin);
   const declared = request.headers.get("content-length");
   const answer: Answer = {
+    ...handled,
     method: request.method,
     path,
-    route: outcome.route,
     status: response.status,
     bytes: declared === null ? undefined : Number(declared),
-    ...(outcome.failure && { failure: outcome.failure }),
-    ...(outcome.result && { result: outcome.result }),
   };
   if (app.observer) app.observer.answered(answer);
   else if (answer.failure?.code === "internal") console.error(`${answer.method} ${path} failed:`, answer.failure.cause);
   return response;
 }
 
-async function route(request: Request, url: URL | null, path: string, app: App): Promise<Outcome> {
+async function route(
+  request: Request,
+  url: URL | null,
+  path: string,
+  app: App,
+): Promise<Handled & { readonly response: Response }> {
   const routeName: Route = path === "/batch" || path === "/batch/" ? "batch" : path === "/health" ? "health" : "other";
   try {
     if (url === null) throw fail.badRequest();

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { ConfigError, loadConfig } from "../src/config";
+import { ConfigError, ENV_NAMES, loadConfig, redacted, SETTINGS, type Setting } from "../src/config";
 
 describe("loadConfig", () => {
   test("defaults: port 8000, 10000 events, 20 MiB, embedded ClickHouse in ./data, backend ingest off", () => {
@@ -152,5 +152,59 @@ describe("loadConfig", () => {
     for (const origin of ["app.example.com", "https://app.example.com/path", "*", "null"]) {
       expect(() => loadConfig({ ALLOWED_ORIGINS: origin })).toThrow(ConfigError);
     }
+  });
+
+  test("the link cache's staleness bound with other writers is a setting of its own", () => {
+    expect(loadConfig({}).linkCacheTtlMs).toBe(5_000);
+    expect(loadConfig({ LINK_CACHE_TTL_MS: "250" }).linkCacheTtlMs).toBe(250);
+    expect(() => loadConfig({ LINK_CACHE_TTL_MS: "0" })).toThrow("LINK_CACHE_TTL_MS");
+  });
+});
+
+describe("the settings table", () => {
+  const settings = Object.values(SETTINGS) as Setting<unknown>[];
+
+  test("every setting has its own variable and a one-line help ending in a full stop", () => {
+    expect(new Set(ENV_NAMES).size).toBe(settings.length);
+    for (const setting of settings) {
+      expect(setting.env).toMatch(/^[A-Z][A-Z0-9_]*$/);
+      expect(setting.help).toMatch(/^[A-Z`].*\.$/);
+      expect(setting.help).not.toContain("\n");
+    }
+  });
+
+  test("every plain default, written as its variable, reads back as itself", () => {
+    for (const setting of settings) {
+      if (typeof setting.default !== "number" && typeof setting.default !== "string") continue;
+      if (setting.default === "") continue; // an empty variable counts as unset
+      expect([setting.env, setting.parse(String(setting.default))]).toEqual([setting.env, setting.default]);
+    }
+  });
+
+  test("the configuration is the table's values: a variable set changes exactly its own key", () => {
+    const defaults = loadConfig({});
+    const changed = loadConfig({ MAX_FLUSH_EVENTS: "123" });
+    expect(changed).toEqual({ ...defaults, maxFlushEvents: 123 });
+  });
+});
+
+describe("redacted", () => {
+  test("the logged configuration leaves out the password and only counts the api keys", () => {
+    const logged = redacted(
+      loadConfig({
+        PUBLIC_API_KEYS: "phc_secret_1,phc_secret_2",
+        ALLOWED_ORIGINS: "https://app.example.com",
+        CLICKHOUSE_URL: "http://clickhouse:8123",
+        CLICKHOUSE_PASSWORD: "hunter2",
+      }),
+    );
+    const text = JSON.stringify(logged);
+    expect(text).not.toContain("hunter2");
+    expect(text).not.toContain("phc_secret");
+    expect(logged).toMatchObject({
+      publicApiKeys: 2,
+      allowedOrigins: ["https://app.example.com"],
+      clickhouse: { kind: "server", url: "http://clickhouse:8123", user: "default", database: "default" },
+    });
   });
 });

@@ -68,7 +68,7 @@ for (const transport of TRANSPORTS) {
       const logged = spyOn(console, "error").mockImplementation(() => {});
       try {
         // the default failure handler, as the service runs
-        const response = await transport.send({ config: app.config, sink }, { body });
+        const response = await transport.send({ config: app.config, sink, pending: app.pending }, { body });
         expect(response.status).toBe(500);
         expect(await response.text()).toBe('{"status":"error","error":"Internal server error"}');
         expect(String(logged.mock.calls[0]?.[0])).toBe("POST /batch/ failed:");

@@ -10,7 +10,7 @@ export type ContentEncoding = "identity" | "gzip";
  * the `compression` query parameter, then `Content-Type`, then `Content-Encoding`.
  */
 export function checkHeaders(request: Request, url: URL): ContentEncoding {
-  if (url.searchParams.has("compression")) throw fail.compressionParam();
+  if (url.searchParams.has("compression")) throw fail.compressionNotSupported();
   if (!isJson(request.headers.get("content-type"))) throw fail.unsupportedContentType();
   return contentEncoding(request.headers.get("content-encoding"));
 }

@@ -19,7 +19,7 @@ export function normalize(event: AcceptedEvent, receivedAt: Timestamp): Captured
     currentUrl: column(properties.$current_url, LIMITS.currentUrl),
     host: column(properties.$host, LIMITS.host),
     receivedAt,
-    eventLevel: event.eventLevel,
+    topLevelSets: event.topLevelSets,
   };
 }
 

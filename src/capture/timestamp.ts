@@ -58,7 +58,7 @@ function daysInMonth(year: number, month: number): number {
 }
 
 /** The current time, for events sent without a timestamp and for ingestion times. */
-export function timestampOf(date: Date): Timestamp {
+export function timestampFromDate(date: Date): Timestamp {
   return format(date, String(date.getUTCMilliseconds()).padStart(3, "0").padEnd(6, "0"));
 }
 

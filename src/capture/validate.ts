@@ -1,6 +1,14 @@
 import { type } from "arktype";
 import { fail } from "../errors";
-import { columnText, distinctIdFrom, LIMITS, type PersonProperties, type Properties, type Timestamp } from "../event";
+import {
+  columnText,
+  distinctIdFrom,
+  LIMITS,
+  NIL_UUID,
+  type Properties,
+  type Timestamp,
+  type TopLevelSets,
+} from "../event";
 import { isObject, nestsDeeperThan } from "../json";
 import { parseTimestamp } from "./timestamp";
 
@@ -22,7 +30,6 @@ interface Item {
 
 const EventName = type("string > 0");
 const Uuid = type("string.uuid");
-const NIL_UUID = "00000000-0000-0000-0000-000000000000";
 
 /** An event that will be ingested: it has a name and a distinct ID, and its timestamp (if any) is valid. */
 export interface AcceptedEvent {
@@ -32,7 +39,7 @@ export interface AcceptedEvent {
   readonly timestamp: Timestamp | undefined;
   /** The client's event id, lower-cased; absent when it sent none or not a UUID. */
   readonly uuid: string | undefined;
-  readonly eventLevel: PersonProperties;
+  readonly topLevelSets: TopLevelSets;
 }
 
 export interface AcceptedBatch {
@@ -63,29 +70,29 @@ export function* objectItems(batch: readonly unknown[]): Generator<[Item, number
 export function acceptEvents(batch: readonly unknown[]): AcceptedBatch {
   const events: AcceptedEvent[] = [];
   for (const [item, index] of objectItems(batch)) {
-    const timestamp = timestampOf(item, index);
+    const timestamp = itemTimestamp(item, index);
     const properties = isObject(item.properties) ? (item.properties as Properties) : {};
-    const eventLevel = eventLevelOf(item);
-    for (const value of [properties, eventLevel.$set, eventLevel.$set_once]) {
+    const topLevelSets = topLevelSetsOf(item);
+    for (const value of [properties, topLevelSets.$set, topLevelSets.$set_once]) {
       if (nestsDeeperThan(value, LIMITS.propertiesDepth)) throw fail.tooDeep(index, LIMITS.propertiesDepth);
     }
     const distinctId = distinctIdOf(item, properties);
     if (!EventName.allows(item.event) || distinctId === undefined) continue;
     const event = columnText(item.event, LIMITS.event);
-    events.push({ event, distinctId, properties, timestamp, uuid: uuidOf(item.uuid), eventLevel });
+    events.push({ event, distinctId, properties, timestamp, uuid: uuidOf(item.uuid), topLevelSets });
   }
   return { events, dropped: batch.length - events.length };
 }
 
 /** Event-level `$set` / `$set_once`, where they are objects; other types are ignored, like other unknown fields. */
-function eventLevelOf(item: Item): PersonProperties {
-  const eventLevel: { $set?: Properties; $set_once?: Properties } = {};
-  if (isObject(item.$set)) eventLevel.$set = item.$set;
-  if (isObject(item.$set_once)) eventLevel.$set_once = item.$set_once;
-  return eventLevel;
+function topLevelSetsOf(item: Item): TopLevelSets {
+  const topLevelSets: { $set?: Properties; $set_once?: Properties } = {};
+  if (isObject(item.$set)) topLevelSets.$set = item.$set;
+  if (isObject(item.$set_once)) topLevelSets.$set_once = item.$set_once;
+  return topLevelSets;
 }
 
-function timestampOf(item: Item, index: number): Timestamp | undefined {
+function itemTimestamp(item: Item, index: number): Timestamp | undefined {
   if (item.timestamp === undefined || item.timestamp === null) return undefined;
   const timestamp = typeof item.timestamp === "string" ? parseTimestamp(item.timestamp) : undefined;
   if (timestamp === undefined) throw fail.invalidTimestamp(index);

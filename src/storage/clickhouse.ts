@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { type ClickHouseClient, type ClickHouseClientConfigOptions, createClient } from "@clickhouse/client";
-import type { ClickHouseConfig, Fsync } from "../config";
-import { prepareEmbeddedEngine } from "./embedded-engine";
+import type { ClickHouseConfig } from "../config";
+import { prepareEmbeddedEngine } from "./embedded/unpack";
 
 /**
  * Bound parameters travel in the query's URL to a server, which refuses URLs over 1 MiB by default
@@ -51,8 +51,6 @@ export class ClickHouse {
     private readonly client: ClickHouseClient,
     readonly database: string,
     readonly backend: ClickHouseConfig["kind"],
-    /** What the embedded engine fsyncs (`createSchema` applies it); a server follows its own settings. */
-    readonly fsync?: Fsync,
   ) {
     this.#insertSettings = backend === "server" ? INSERT_SETTINGS : {};
   }
@@ -75,7 +73,7 @@ export class ClickHouse {
     const client = createClient({ connection });
     for (const [name, value] of Object.entries(INSERT_SETTINGS))
       await client.command({ query: `SET ${name} = ${value}` });
-    return new ClickHouse(client, config.database, "embedded", config.fsync);
+    return new ClickHouse(client, config.database, "embedded");
   }
 
   /** `database`.`name`, quoted. */

@@ -16,7 +16,7 @@ export interface GroupCommitOptions {
    * Most milliseconds a flush waits, before it starts, for as many submissions as the previous flush answered
    * plus those that were waiting then: the clients just answered usually send again at once. 0: never waits.
    */
-  readonly lingerMs?: number;
+  readonly lingerMs: number;
 }
 
 /**
@@ -87,7 +87,7 @@ export class GroupCommit<T> {
   }
 
   #waits(): boolean {
-    return (this.options.lingerMs ?? 0) > 0 && !this.#enough();
+    return this.options.lingerMs > 0 && !this.#enough();
   }
 
   #enough(): boolean {

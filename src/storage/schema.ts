@@ -1,58 +1,4 @@
-import { DEFAULTS, type Fsync } from "../config";
-import type { CapturedEvent, Timestamp } from "../event";
 import type { ClickHouse } from "./clickhouse";
-import { lowerMergePriority } from "./merge-threads";
-
-/** One row of `events`. */
-export interface EventRow {
-  uuid: string;
-  event: string;
-  properties: string;
-  timestamp: Timestamp;
-  distinct_id: string;
-  person_id: string;
-  session_id: string;
-  window_id: string;
-  current_url: string;
-  host: string;
-  created_at: Timestamp;
-}
-
-export function eventRow(event: CapturedEvent, personId: string): EventRow {
-  return {
-    uuid: event.uuid,
-    event: event.event,
-    properties: JSON.stringify(event.properties),
-    timestamp: event.timestamp,
-    distinct_id: event.distinctId,
-    person_id: personId,
-    session_id: event.sessionId,
-    window_id: event.windowId,
-    current_url: event.currentUrl,
-    host: event.host,
-    created_at: event.receivedAt,
-  };
-}
-
-/** One version of a person; the highest `version` is the current one. */
-export interface PersonRow {
-  id: string;
-  /** The person's primary distinct ID: the identified one once there is one, else the first seen. */
-  distinct_id: string;
-  properties: string;
-  is_identified: 0 | 1;
-  is_deleted: 0 | 1;
-  created_at: Timestamp;
-  version: number;
-}
-
-/** One version of a distinct ID's link to its person; the highest `version` is the current one. */
-export interface DistinctIdRow {
-  distinct_id: string;
-  person_id: string;
-  is_deleted: 0 | 1;
-  version: number;
-}
 
 /** A table this service owns: its columns (name → type as ClickHouse reports it) and the rest of its DDL. */
 interface TableSpec {
@@ -67,7 +13,7 @@ const UTC_MICROS = "DateTime64(6, 'UTC')";
 
 /**
  * Persons and links are read by key, a few dozen at a time; a read decompresses every granule that holds a key,
- * so granules of 1,024 rows instead of 8,192 halve a 32-person read at 1,000,000 persons (README, Benchmarks).
+ * so granules of 1,024 rows instead of 8,192 halve a 32-person read at 1,000,000 persons.
  * Takes effect for tables created from now on; ClickHouse cannot change it on an existing table.
  */
 const POINT_LOOKUPS = "SETTINGS index_granularity = 1024";
@@ -137,29 +83,6 @@ export const TABLES: readonly TableSpec[] = [
   },
 ];
 
-/** ClickHouse refuses an insert whose rows fall into more partitions than this (`max_partitions_per_insert_block`). */
-export const MAX_PARTITIONS_PER_INSERT = 100;
-
-/** The `events` partition a row falls into: `toYYYYMM(timestamp)`. */
-export function eventPartition(row: EventRow): string {
-  return row.timestamp.slice(0, 7);
-}
-
-/**
- * Splits event rows into inserts of at most `MAX_PARTITIONS_PER_INSERT` partitions each, so a historical batch
- * spanning decades is written, not refused. Ordinary batches (a month or two) stay one insert, in order.
- */
-export function eventInserts(rows: readonly EventRow[]): EventRow[][] {
-  const byPartition = Map.groupBy(rows, eventPartition);
-  if (byPartition.size <= MAX_PARTITIONS_PER_INSERT) return [rows as EventRow[]];
-  const groups = [...byPartition.values()];
-  const inserts: EventRow[][] = [];
-  for (let i = 0; i < groups.length; i += MAX_PARTITIONS_PER_INSERT) {
-    inserts.push(groups.slice(i, i + MAX_PARTITIONS_PER_INSERT).flat());
-  }
-  return inserts;
-}
-
 /** The database does not hold the tables this service writes, in a way it will not repair by itself. */
 export class SchemaError extends Error {
   override name = "SchemaError";
@@ -194,54 +117,7 @@ export async function createSchema(db: ClickHouse, onRepair: RepairObserver = wa
     WHERE session_id != ''
     GROUP BY session_id`,
   );
-  if (db.backend === "embedded") await tuneParts(db, db.fsync ?? DEFAULTS.fsync);
   await checkColumns(db, onRepair);
-}
-
-/**
- * The embedded engine's part policy, by table. Only the embedded engine is tuned: it is the service's own, while
- * a server's policy is its operator's. Applied to existing tables too, at every start.
- *
- * - Every table removes its outdated parts one at a time. Past 100 at once (`concurrent_part_removal_threshold`),
- *   the engine removes them on up to 128 threads, each renaming and deleting part directories in the same table
- *   directory, and an insert's own lookups and rename there waited for that directory's lock: 100–400 ms, the
- *   slowest flushes of a run (README, Benchmarks). One at a time, an insert waits for one removal at most.
- * - `events` and `sessions`, which take a part with every flush, merge at most 4 parts at a time instead of up
- *   to 100: a merge holds read and write buffers for every column of every part it merges, so this lowers the
- *   peak memory under load at the same rate (README, Memory).
- * - What is fsynced (`FSYNC`, `FSYNC_SETTINGS`).
- *
- * Its merge threads also run at the lowest CPU priority (`lowerMergePriority`).
- */
-export function embeddedTableSettings(fsync: Fsync): Readonly<Record<string, Readonly<Record<string, number>>>> {
-  const common = { concurrent_part_removal_threshold: 1_000_000_000, ...FSYNC_SETTINGS[fsync] };
-  return {
-    events: { ...common, max_parts_to_merge_at_once: 4 },
-    sessions: { ...common, max_parts_to_merge_at_once: 4 },
-    persons: common,
-    person_distinct_ids: common,
-  };
-}
-
-/**
- * chDB deletes the parts a merge replaced at once (`old_parts_lifetime` 0), where a server keeps them 8 minutes
- * so that a merged part the disk never got can be rebuilt from them after a power loss. So from `merges` up,
- * every merged part is on disk before the parts it replaces go (a journaling filesystem, as ext4 and XFS are by
- * default, commits that deletion after the merged part's rename). `all` also syncs each insert's files and
- * directory before the insert returns, so a 200 survives a power loss. Measured cost: README, Storage.
- */
-const FSYNC_SETTINGS: Readonly<Record<Fsync, Readonly<Record<string, number>>>> = {
-  none: { min_compressed_bytes_to_fsync_after_merge: 0, fsync_after_insert: 0, fsync_part_directory: 0 },
-  merges: { min_compressed_bytes_to_fsync_after_merge: 1, fsync_after_insert: 0, fsync_part_directory: 0 },
-  all: { min_compressed_bytes_to_fsync_after_merge: 1, fsync_after_insert: 1, fsync_part_directory: 1 },
-};
-
-async function tuneParts(db: ClickHouse, fsync: Fsync): Promise<void> {
-  for (const [table, settings] of Object.entries(embeddedTableSettings(fsync))) {
-    const assignments = Object.entries(settings).map(([name, value]) => `${name} = ${value}`);
-    await db.command(`ALTER TABLE ${db.table(table)} MODIFY SETTING ${assignments.join(", ")}`);
-  }
-  lowerMergePriority();
 }
 
 /** Told of each column the schema check added. */

@@ -13,6 +13,13 @@ export interface PartsReadOptions {
 
 const PARTS_READ: PartsReadOptions = { intervalMs: 1000, waitMs: 1000 };
 
+/** The state a scrape reads into the gauges. */
+export interface ScrapeSources {
+  readonly queuedEvents: () => number;
+  readonly pendingBytes: () => number;
+  readonly activeParts: () => Promise<Readonly<Record<string, number>>>;
+}
+
 /** The service's Prometheus metrics, each in a registry of its own (so several services in a test do not mix). */
 export class Metrics {
   readonly registry = new Registry();
@@ -131,6 +138,14 @@ export class Metrics {
     if (this.#partsReading !== undefined) {
       await Promise.race([this.#partsReading, Bun.sleep(this.partsReadOptions.waitMs)]);
     }
+  }
+
+  /** Brings the gauges up to date from `sources`, then gives the text exposition of every metric. */
+  async scrape(sources: ScrapeSources): Promise<string> {
+    this.queueDepth.set(sources.queuedEvents());
+    this.pendingBytes.set(sources.pendingBytes());
+    await this.sampleActiveParts(sources.activeParts);
+    return this.text();
   }
 
   /** The Prometheus text exposition of every metric. */

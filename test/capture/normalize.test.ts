@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { timestampOf } from "../../src/capture/timestamp";
+import { timestampFromDate } from "../../src/capture/timestamp";
 import { personIdFor } from "../../src/storage/identity";
 import { events } from "../helpers/rows";
 import { send, startService, type TestService } from "../helpers/service";
@@ -61,7 +61,7 @@ describe("stored events", () => {
   });
 
   test("timestamps are stored in UTC with microseconds; a missing one is the time of ingestion", async () => {
-    const before = timestampOf(new Date());
+    const before = timestampFromDate(new Date());
     await send(service, {
       api_key: KEY,
       batch: [
@@ -69,7 +69,7 @@ describe("stored events", () => {
         { event: "ts_missing", distinct_id: "user-ts" },
       ],
     });
-    const after = timestampOf(new Date());
+    const after = timestampFromDate(new Date());
     const [offset] = await storedByEvent("ts_offset");
     expect(offset!.timestamp).toBe("2024-05-01 10:00:00.987654");
     const [missing] = await storedByEvent("ts_missing");

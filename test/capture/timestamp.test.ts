@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { parseTimestamp, timestampOf } from "../../src/capture/timestamp";
+import { parseTimestamp, timestampFromDate } from "../../src/capture/timestamp";
 import { random } from "../helpers/identity-model";
 
 describe("parseTimestamp", () => {
@@ -72,7 +72,7 @@ describe("parseTimestamp", () => {
     }
   });
 
-  test("timestampOf keeps milliseconds", () => {
-    expect(timestampOf(new Date("2024-05-01T12:00:00.042Z"))).toBe("2024-05-01 12:00:00.042000" as never);
+  test("timestampFromDate keeps milliseconds", () => {
+    expect(timestampFromDate(new Date("2024-05-01T12:00:00.042Z"))).toBe("2024-05-01 12:00:00.042000" as never);
   });
 });

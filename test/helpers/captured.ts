@@ -1,4 +1,5 @@
 import { captureBatch } from "../../src/capture";
+import { PendingBytes } from "../../src/capture/pending";
 import { loadConfig } from "../../src/config";
 import type { CapturedEvent } from "../../src/event";
 import { MemorySink } from "./memory-sink";
@@ -11,6 +12,7 @@ export async function captured(batch: readonly object[]): Promise<{ events: Capt
     headers: { "content-type": "application/json" },
     body: JSON.stringify({ api_key: "k", batch }),
   });
-  await captureBatch(request, new URL(request.url), loadConfig({ PUBLIC_API_KEYS: "k" }), sink);
+  const config = loadConfig({ PUBLIC_API_KEYS: "k" });
+  await captureBatch(request, new URL(request.url), config, sink, new PendingBytes(config.maxPendingBytes));
   return { events: sink.events };
 }

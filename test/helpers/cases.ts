@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { PendingBytes } from "../../src/capture/pending";
 import { loadConfig } from "../../src/config";
 import type { ErrorCode, IngestError } from "../../src/errors";
 import { type Answer, type App, handle, serve } from "../../src/server";
@@ -93,7 +94,12 @@ export function harness(env: Record<string, string> = {}): Harness {
       if (answer.failure) failures.push(answer.failure);
     },
   };
-  return { app: { config, sink, observer }, sink, answers, failures };
+  return {
+    app: { config, sink, observer, pending: new PendingBytes(config.maxPendingBytes) },
+    sink,
+    answers,
+    failures,
+  };
 }
 
 export interface Transport {

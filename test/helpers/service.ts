@@ -1,7 +1,9 @@
+import { PendingBytes } from "../../src/capture/pending";
 import { type Config, loadConfig } from "../../src/config";
 import { serve } from "../../src/server";
-import { Storage, type StorageOptions } from "../../src/storage";
+import { Storage, type StorageObserver, storageOptions } from "../../src/storage";
 import { ClickHouse } from "../../src/storage/clickhouse";
+import type { IdentityOptions } from "../../src/storage/identity";
 
 /** The ClickHouse settings every test uses: the server named by CLICKHOUSE_URL, or this process's chDB. */
 export function clickhouseEnv(): Record<string, string> {
@@ -24,6 +26,19 @@ export function openDb(database: string): Promise<ClickHouse> {
   return ClickHouse.connect(loadConfig({ ...clickhouseEnv(), CLICKHOUSE_DATABASE: database }).clickhouse);
 }
 
+/** What a test may set beyond the configuration. */
+export interface StorageSeams {
+  /** Identity options over the configured ones: caches of a few bytes, or the embedded engine as one of several writers. */
+  readonly identity?: Partial<IdentityOptions>;
+  readonly observer?: StorageObserver;
+}
+
+/** A storage as the service opens it from `config`, with the test's seams. */
+export function openStorage(config: Config, { identity, observer }: StorageSeams = {}): Promise<Storage> {
+  const options = storageOptions(config);
+  return Storage.open({ ...options, identity: { ...options.identity, ...identity } }, observer);
+}
+
 export interface TestService {
   readonly url: string;
   readonly config: Config;
@@ -34,10 +49,7 @@ export interface TestService {
 }
 
 /** A real server on a free local port, on its own database unless `env` names one. */
-export async function startService(
-  env: Record<string, string> = {},
-  options: StorageOptions = {},
-): Promise<TestService> {
+export async function startService(env: Record<string, string> = {}, seams: StorageSeams = {}): Promise<TestService> {
   const config = loadConfig({
     ...clickhouseEnv(),
     HOST: "127.0.0.1",
@@ -45,8 +57,8 @@ export async function startService(
     CLICKHOUSE_DATABASE: uniqueDatabase(),
     ...env,
   });
-  const storage = await Storage.open(config.clickhouse, options);
-  const server = serve({ config, sink: storage });
+  const storage = await openStorage(config, seams);
+  const server = serve({ config, sink: storage, pending: new PendingBytes(config.maxPendingBytes) });
   const db = await openDb(config.clickhouse.database);
   return {
     url: server.url.href.replace(/\/$/, ""),

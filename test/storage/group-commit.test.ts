@@ -26,7 +26,7 @@ function recorder(failOn?: (items: readonly number[]) => boolean) {
 describe("GroupCommit", () => {
   test("coalesces submissions that arrive during a flush into the next one, in arrival order", async () => {
     const r = recorder();
-    const commits = new GroupCommit(r.flush, { maxItems: 100, isolates });
+    const commits = new GroupCommit(r.flush, { maxItems: 100, isolates, lingerMs: 0 });
     r.hold();
     const first = commits.submit([1]);
     const rest = [commits.submit([2, 3]), commits.submit([4]), commits.submit([5, 6])];
@@ -37,7 +37,7 @@ describe("GroupCommit", () => {
 
   test("a flush takes at most maxItems, but always one whole submission", async () => {
     const r = recorder();
-    const commits = new GroupCommit(r.flush, { maxItems: 3, isolates });
+    const commits = new GroupCommit(r.flush, { maxItems: 3, isolates, lingerMs: 0 });
     r.hold();
     const all = [
       commits.submit([0]),
@@ -53,7 +53,7 @@ describe("GroupCommit", () => {
 
   test("a submission the flush refuses fails alone; the others in its group are written", async () => {
     const r = recorder((items) => items.includes(13));
-    const commits = new GroupCommit(r.flush, { maxItems: 100, isolates });
+    const commits = new GroupCommit(r.flush, { maxItems: 100, isolates, lingerMs: 0 });
     r.hold();
     const first = commits.submit([1]);
     const good = commits.submit([2]);
@@ -72,7 +72,7 @@ describe("GroupCommit", () => {
 
   test("one bad submission among sixteen costs about 2·log2(16) flushes, not sixteen", async () => {
     const r = recorder((items) => items.includes(13));
-    const commits = new GroupCommit(r.flush, { maxItems: 100, isolates });
+    const commits = new GroupCommit(r.flush, { maxItems: 100, isolates, lingerMs: 0 });
     r.hold();
     const first = commits.submit([0]);
     const rest = Array.from({ length: 16 }, (_, i) => commits.submit([i + 1]));
@@ -89,7 +89,7 @@ describe("GroupCommit", () => {
       await r.flush(items).catch(() => {});
       throw new Error("disk full");
     };
-    const commits = new GroupCommit(down, { maxItems: 100, isolates });
+    const commits = new GroupCommit(down, { maxItems: 100, isolates, lingerMs: 0 });
     r.hold();
     const first = commits.submit([1]);
     const rest = [commits.submit([2]), commits.submit([3]), commits.submit([4])];
@@ -101,7 +101,7 @@ describe("GroupCommit", () => {
 
   test("drain waits for everything submitted", async () => {
     const r = recorder();
-    const commits = new GroupCommit(r.flush, { maxItems: 100, isolates });
+    const commits = new GroupCommit(r.flush, { maxItems: 100, isolates, lingerMs: 0 });
     r.hold();
     let done = false;
     void commits.submit([1]).then(() => (done = true));

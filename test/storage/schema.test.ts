@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, spyOn, test } from "bun:test";
 import { loadConfig } from "../../src/config";
-import { SchemaError, Storage } from "../../src/storage";
+import { SchemaError, Storage, storageOptions } from "../../src/storage";
 import type { ClickHouse } from "../../src/storage/clickhouse";
-import { createSchema, embeddedTableSettings } from "../../src/storage/schema";
+import { createSchema } from "../../src/storage/schema";
 import { captured } from "../helpers/captured";
-import { count } from "../helpers/rows";
+import { count, createTableQuery } from "../helpers/rows";
 import { clickhouseEnv, openDb, send, startService, type TestService, uniqueDatabase } from "../helpers/service";
 
 const KEY = "key-1";
@@ -20,7 +20,7 @@ describe("schema", () => {
     await send(service, { api_key: KEY, batch: [{ event: "kept", distinct_id: "user-schema" }] });
     await createSchema(service.db);
     const config = loadConfig({ ...clickhouseEnv(), CLICKHOUSE_DATABASE: service.config.clickhouse.database });
-    const reopened = await Storage.open(config.clickhouse);
+    const reopened = await Storage.open(storageOptions(config));
     await reopened.ingest([]);
     await reopened.close();
     expect(await count(service.db, "events", "event = 'kept'")).toBe(1);
@@ -69,43 +69,9 @@ describe("schema", () => {
     expect(await granularity("person_distinct_ids")).toBe("1024");
   });
 
-  test("the embedded engine's part settings apply to every table, also to tables made before; a server keeps its own", async () => {
-    const db = await openDb(uniqueDatabase());
-    const settings = embeddedTableSettings(db.fsync ?? "merges");
-    const settingsOf = async (table: string) => {
-      const query = await createTableQuery(db, table);
-      const names = Object.keys(settings[table]!);
-      return Object.fromEntries(names.map((name) => [name, new RegExp(`\\b${name} = (\\d+)`).exec(query)?.[1]]));
-    };
-    const expected = (table: string) =>
-      Object.fromEntries(
-        Object.entries(settings[table]!).map(([name, value]) => [
-          name,
-          db.backend === "embedded" ? String(value) : undefined,
-        ]),
-      );
-    try {
-      await createSchema(db, () => {});
-      const names = Object.keys(settings.events!);
-      await db.command(`ALTER TABLE ${db.table("events")} RESET SETTING ${names.join(", ")}`); // as made before
-      expect(Object.values(await settingsOf("events"))).toEqual(names.map(() => undefined));
-      await createSchema(db, () => {});
-      for (const table of ["events", "sessions", "persons", "person_distinct_ids"]) {
-        expect(await settingsOf(table)).toEqual(expected(table));
-      }
-      // persons and links keep the engine's merge width
-      for (const table of ["persons", "person_distinct_ids"]) {
-        expect(await createTableQuery(db, table)).not.toContain("max_parts_to_merge_at_once");
-      }
-    } finally {
-      await db.command(`DROP DATABASE IF EXISTS \`${db.database}\``);
-      await db.close();
-    }
-  });
-
   test("a storage on a database that does not exist yet creates it", async () => {
     const config = loadConfig({ ...clickhouseEnv(), CLICKHOUSE_DATABASE: uniqueDatabase() });
-    const storage = await Storage.open(config.clickhouse);
+    const storage = await Storage.open(storageOptions(config));
     await storage.close();
     const db = await openDb(config.clickhouse.database);
     try {
@@ -196,7 +162,7 @@ describe("sessions", () => {
 describe("an existing database that drifted from the schema", () => {
   async function freshDatabase(): Promise<{ config: ReturnType<typeof loadConfig>; db: ClickHouse }> {
     const config = loadConfig({ ...clickhouseEnv(), CLICKHOUSE_DATABASE: uniqueDatabase() });
-    await (await Storage.open(config.clickhouse)).close();
+    await (await Storage.open(storageOptions(config))).close();
     return { config, db: await openDb(config.clickhouse.database) };
   }
 
@@ -205,7 +171,7 @@ describe("an existing database that drifted from the schema", () => {
     const warned = spyOn(console, "warn").mockImplementation(() => {});
     try {
       await db.command(`ALTER TABLE ${db.table("events")} DROP COLUMN host`);
-      const storage = await Storage.open(config.clickhouse);
+      const storage = await Storage.open(storageOptions(config));
       expect(String(warned.mock.calls[0]?.[0])).toContain("no column host");
       await storage.ingest(
         (await captured([{ event: "e", distinct_id: "u", properties: { $host: "h.example" } }])).events,
@@ -223,7 +189,7 @@ describe("an existing database that drifted from the schema", () => {
     const { config, db } = await freshDatabase();
     try {
       await db.command(`ALTER TABLE ${db.table("persons")} MODIFY COLUMN is_deleted UInt16`);
-      const opened = Storage.open(config.clickhouse);
+      const opened = Storage.open(storageOptions(config));
       await expect(opened).rejects.toBeInstanceOf(SchemaError);
       await expect(opened).rejects.toThrow(
         `Table \`${config.clickhouse.database}\`.\`persons\` has column is_deleted of type UInt16, but this service writes UInt8`,
@@ -289,12 +255,3 @@ test("an event repeated within one request, and in requests written by the same 
   );
   expect(Number(session?.events)).toBe(1);
 });
-
-/** The `CREATE TABLE` statement ClickHouse holds for `table`, settings included. */
-async function createTableQuery(db: ClickHouse, table: string): Promise<string> {
-  const [row] = await db.rows<{ query: string }>(
-    "SELECT create_table_query AS query FROM system.tables WHERE database = {database:String} AND name = {table:String}",
-    { database: db.database, table },
-  );
-  return row?.query ?? "";
-}

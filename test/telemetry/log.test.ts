@@ -75,7 +75,7 @@ test("a 5xx is logged with its cause when it has one; a busy refusal has none to
   observer.answered({ ...answer, status: 503, failure: fail.busy() });
   observer.answered({ ...answer, status: 500, failure: fail.internal(new RangeError("boom")) });
   expect(lines.map(({ msg, status, code, cause }) => ({ msg, status, code, cause }))).toEqual([
-    { msg: "request failed", status: 503, code: "unavailable", cause: undefined },
+    { msg: "request failed", status: 503, code: "busy", cause: undefined },
     { msg: "request failed", status: 500, code: "internal", cause: { error: "RangeError", message: "boom" } },
   ]);
 });

@@ -6,7 +6,11 @@ const OPTIONS = { intervalMs: 100, waitMs: 50 };
 /** A reader of active parts that counts its calls and answers what `next` says. */
 function reader(next: () => Promise<Record<string, number>>) {
   const calls = { count: 0 };
-  return { calls, read: () => (calls.count++, next()) };
+  const read = () => {
+    calls.count++;
+    return next();
+  };
+  return { calls, read };
 }
 
 const partsOf = async (metrics: Metrics) =>

@@ -1,4 +1,4 @@
-import type { CapturedEvent, PersonProperties, Properties } from "../../event";
+import type { CapturedEvent, Properties, TopLevelSets } from "../../event";
 import { distinctIdFrom } from "../../event";
 import { isObject } from "../../json";
 
@@ -58,7 +58,7 @@ export function personIntentOf(event: CapturedEvent): PersonIntent {
   return {
     event,
     linkedId: linkedIdOf(event),
-    updates: personUpdatesOf(event.properties, event.eventLevel),
+    updates: personUpdatesOf(event.properties, event.topLevelSets),
     identifies: event.event === "$identify",
   };
 }
@@ -78,11 +78,11 @@ export interface PersonUpdates {
  * `$set`, `$set_once` and `$unset` (a list of keys, or an object whose keys are removed) from event properties,
  * with event-level `$set` / `$set_once` merged over them.
  */
-export function personUpdatesOf(properties: Properties, eventLevel: PersonProperties = {}): PersonUpdates | undefined {
+export function personUpdatesOf(properties: Properties, topLevelSets: TopLevelSets = {}): PersonUpdates | undefined {
   const unset = properties.$unset;
   const updates: PersonUpdates = {
-    set: merged(properties.$set, eventLevel.$set),
-    setOnce: merged(properties.$set_once, eventLevel.$set_once),
+    set: merged(properties.$set, topLevelSets.$set),
+    setOnce: merged(properties.$set_once, topLevelSets.$set_once),
     unset: Array.isArray(unset)
       ? unset.filter((key): key is string => typeof key === "string")
       : isObject(unset)
@@ -93,10 +93,10 @@ export function personUpdatesOf(properties: Properties, eventLevel: PersonProper
 }
 
 /** The object inside `properties` with the event-level one over it (the event level wins a conflict). */
-function merged(inProperties: unknown, eventLevel: Properties | undefined): Properties | undefined {
+function merged(inProperties: unknown, topLevel: Properties | undefined): Properties | undefined {
   const inside = isObject(inProperties) ? inProperties : undefined;
-  if (eventLevel === undefined) return inside;
-  return inside === undefined ? eventLevel : { ...inside, ...eventLevel };
+  if (topLevel === undefined) return inside;
+  return inside === undefined ? topLevel : { ...inside, ...topLevel };
 }
 
 /**

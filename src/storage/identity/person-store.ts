@@ -1,11 +1,10 @@
-import type { Timestamp } from "../../event";
+import { NIL_UUID, type Timestamp } from "../../event";
 import type { ClickHouse } from "../clickhouse";
-import type { DistinctIdRow, PersonRow } from "../schema";
 import type { Link, Person } from "./person";
 
-// How persons and links look in ClickHouse: the SQL that reads their latest versions, and the rows that write
-// new ones. ClickHouse lets an alias shadow a column of the same name, in WHERE and inside aggregates too, so no
-// alias below reuses a column name.
+// The SQL that reads the latest version of persons and links (rows.ts has the rows that write new ones).
+// ClickHouse lets an alias shadow a column of the same name, in WHERE and inside aggregates too, so no alias
+// below reuses a column name.
 
 interface LinkRecord {
   distinct_id: string;
@@ -13,28 +12,27 @@ interface LinkRecord {
   latest_version: string | number;
 }
 
+/**
+ * The current links of the distinct IDs that `where` selects, grouped by distinct ID; `having` narrows them
+ * further. A deleted link is no link.
+ */
+function linksQuery(db: ClickHouse, where: string, having = ""): string {
+  return `SELECT distinct_id, toString(argMax(person_id, version)) AS person, max(version) AS latest_version
+    FROM ${db.table("person_distinct_ids")}
+    WHERE ${where}
+    GROUP BY distinct_id
+    HAVING argMax(is_deleted, version) = 0${having && ` AND ${having}`}`;
+}
+
 /** The current links of these distinct IDs; deleted and unknown IDs are absent. */
 export async function loadLinks(db: ClickHouse, distinctIds: readonly string[]): Promise<Map<string, Link>> {
-  const rows = await db.rowsIn<LinkRecord>(
-    `SELECT distinct_id, toString(argMax(person_id, version)) AS person, max(version) AS latest_version
-     FROM ${db.table("person_distinct_ids")}
-     WHERE distinct_id IN {ids:Array(String)}
-     GROUP BY distinct_id
-     HAVING argMax(is_deleted, version) = 0`,
-    "ids",
-    distinctIds,
-  );
-  return toLinks(rows);
+  const query = linksQuery(db, "distinct_id IN {ids:Array(String)}");
+  return toLinks(await db.rowsIn<LinkRecord>(query, "ids", distinctIds));
 }
 
 /** Every current link, a page at a time in distinct ID order (distinct IDs are never empty: the first is after ""). */
 export async function* allLinks(db: ClickHouse, pageSize: number): AsyncGenerator<Map<string, Link>> {
-  const query = `SELECT distinct_id, toString(argMax(person_id, version)) AS person, max(version) AS latest_version
-    FROM ${db.table("person_distinct_ids")}
-    WHERE distinct_id > {after:String}
-    GROUP BY distinct_id
-    HAVING argMax(is_deleted, version) = 0
-    ORDER BY distinct_id`;
+  const query = `${linksQuery(db, "distinct_id > {after:String}")} ORDER BY distinct_id`;
   for await (const rows of pages<LinkRecord>(db, query, "", (row) => row.distinct_id, pageSize)) yield toLinks(rows);
 }
 
@@ -66,17 +64,12 @@ async function* pages<Row>(
  * persons' granules; the outer query keeps only IDs whose latest version still points at one of them.
  */
 export async function loadLinksOfPersons(db: ClickHouse, personIds: readonly string[]): Promise<Map<string, Link>> {
-  const table = db.table("person_distinct_ids");
-  const rows = await db.rowsIn<LinkRecord>(
-    `SELECT distinct_id, toString(argMax(person_id, version)) AS person, max(version) AS latest_version
-     FROM ${table}
-     WHERE distinct_id IN (SELECT distinct_id FROM ${table} WHERE person_id IN {persons:Array(UUID)})
-     GROUP BY distinct_id
-     HAVING argMax(person_id, version) IN {persons:Array(UUID)} AND argMax(is_deleted, version) = 0`,
-    "persons",
-    personIds,
+  const query = linksQuery(
+    db,
+    `distinct_id IN (SELECT distinct_id FROM ${db.table("person_distinct_ids")} WHERE person_id IN {persons:Array(UUID)})`,
+    "argMax(person_id, version) IN {persons:Array(UUID)}",
   );
-  return toLinks(rows);
+  return toLinks(await db.rowsIn<LinkRecord>(query, "persons", personIds));
 }
 
 function toLinks(rows: readonly LinkRecord[]): Map<string, Link> {
@@ -120,8 +113,6 @@ export async function* allPersons(db: ClickHouse, pageSize: number): AsyncGenera
   }
 }
 
-const NIL_UUID = "00000000-0000-0000-0000-000000000000";
-
 function toPersons(rows: readonly PersonRecord[]): Map<string, Person> {
   return new Map(
     rows.map((row) => [
@@ -137,20 +128,4 @@ function toPersons(rows: readonly PersonRecord[]): Map<string, Person> {
       },
     ]),
   );
-}
-
-export function personRow(person: Person): PersonRow {
-  return {
-    id: person.id,
-    distinct_id: person.distinctId,
-    properties: person.properties,
-    is_identified: person.isIdentified ? 1 : 0,
-    is_deleted: person.isDeleted ? 1 : 0,
-    created_at: person.createdAt,
-    version: person.version,
-  };
-}
-
-export function linkRow(distinctId: string, link: Link): DistinctIdRow {
-  return { distinct_id: distinctId, person_id: link.personId, is_deleted: 0, version: link.version };
 }

@@ -1,13 +1,12 @@
 import type { LRUCache } from "lru-cache";
-import { DEFAULTS } from "../../config";
 import type { CapturedEvent } from "../../event";
 import type { ClickHouse } from "../clickhouse";
-import type { DistinctIdRow, PersonRow } from "../schema";
+import { type DistinctIdRow, linkRow, type PersonRow, personRow } from "../rows";
 import { IdentityBatch } from "./batch";
 import { type LinkCache, linkCache, type PersonCache, personBytes, personCache } from "./cache";
 import type { Overlay } from "./overlay";
 import { changesPersons, type PersonIntent, personIntentOf } from "./person-rules";
-import { allLinks, allPersons, linkRow, loadLinks, loadLinksOfPersons, loadPersons, personRow } from "./person-store";
+import { allLinks, allPersons, loadLinks, loadLinksOfPersons, loadPersons } from "./person-store";
 import { VersionClock } from "./version-clock";
 
 export interface IdentityOptions {
@@ -45,13 +44,6 @@ const PRELOAD_PAGE = 10_000;
  */
 const MAX_UNSURE = 10_000;
 
-export const DEFAULT_IDENTITY_OPTIONS: IdentityOptions = {
-  soleWriter: false,
-  cacheTtlMs: 5_000,
-  cacheCapacity: DEFAULTS.linkCacheEntries,
-  personCacheBytes: DEFAULTS.personCacheMiB * 2 ** 20,
-};
-
 /** What a batch resolved to: each event's person, the rows to write, and what to do once they are (not) written. */
 export interface Resolution {
   readonly personIds: readonly string[];
@@ -86,7 +78,7 @@ export class IdentityResolver {
 
   constructor(
     private readonly db: ClickHouse,
-    private readonly options: IdentityOptions = DEFAULT_IDENTITY_OPTIONS,
+    private readonly options: IdentityOptions,
     private readonly observeCache: CacheObserver = () => {},
   ) {
     this.#links = linkCache(options.cacheCapacity, options.soleWriter ? 0 : options.cacheTtlMs, {

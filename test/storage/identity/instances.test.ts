@@ -15,9 +15,10 @@ const TTL_MS = 200;
 
 /** Two service instances, each with its own storage and cache, over one database: neither is its sole writer. */
 async function twoInstances(): Promise<[TestService, TestService]> {
-  const options = { identity: { soleWriter: false, cacheTtlMs: TTL_MS, cacheCapacity: 10_000 } };
-  const a = await startService({ PUBLIC_API_KEYS: KEY }, options);
-  const b = await startService({ PUBLIC_API_KEYS: KEY, CLICKHOUSE_DATABASE: a.config.clickhouse.database }, options);
+  const env = { PUBLIC_API_KEYS: KEY, LINK_CACHE_TTL_MS: String(TTL_MS), LINK_CACHE_ENTRIES: "10000" };
+  const seams = { identity: { soleWriter: false } };
+  const a = await startService(env, seams);
+  const b = await startService({ ...env, CLICKHOUSE_DATABASE: a.config.clickhouse.database }, seams);
   return [a, b];
 }
 

@@ -465,8 +465,8 @@ describe("a person left behind by a failed write", () => {
 describe("hostile IDs", () => {
   test("an $anon_distinct_id with a lone surrogate links, and stays linked once the cache has expired", async () => {
     const short = await startService(
-      { PUBLIC_API_KEYS: KEY },
-      { identity: { soleWriter: false, cacheTtlMs: 50, cacheCapacity: 100 } },
+      { PUBLIC_API_KEYS: KEY, LINK_CACHE_TTL_MS: "50", LINK_CACHE_ENTRIES: "100" },
+      { identity: { soleWriter: false } },
     );
     try {
       // escapes in the JSON text: the anonymous ID arrives with two different lone surrogates, both U+FFFD

@@ -1,4 +1,4 @@
-import type { EmbeddedFile } from "./embedded-engine";
+import type { EmbeddedFile } from "./unpack";
 
 /**
  * The native engine files inside the compiled executable. Run from source there are none (chDB loads from

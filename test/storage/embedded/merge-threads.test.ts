@@ -1,15 +1,16 @@
 import { describe, expect, test } from "bun:test";
 import { getPriority } from "node:os";
-import { MERGE_THREAD_NICE, threadsNamed } from "../../src/storage/merge-threads";
-import { createSchema } from "../../src/storage/schema";
-import { openDb, uniqueDatabase } from "../helpers/service";
+import { loadConfig } from "../../../src/config";
+import { MERGE_THREAD_NICE, threadsNamed } from "../../../src/storage/embedded/merge-threads";
+import { clickhouseEnv, openDb, openStorage, uniqueDatabase } from "../../helpers/service";
 
 describe("merge threads", () => {
   test("the embedded engine merges at the lowest CPU priority and nothing else changes priority; a server merges elsewhere", async () => {
-    const db = await openDb(uniqueDatabase());
+    const config = loadConfig({ ...clickhouseEnv(), CLICKHOUSE_DATABASE: uniqueDatabase() });
     const ownPriority = getPriority(process.pid);
+    const db = await openDb(config.clickhouse.database);
     try {
-      await createSchema(db, () => {});
+      await (await openStorage(config)).close();
       const merging = threadsNamed("MergeMutate");
       if (db.backend === "server") {
         expect(merging).toEqual([]);

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
 import { chmod, mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { embeddedFiles } from "./embedded-files";
+import { embeddedFiles } from "./files";
 
 /**
  * The compiled executable carries chDB's native engine inside it (`scripts/build.ts`): the addon

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, spyOn, test } from "bun:test";
 import { loadConfig } from "../../src/config";
 import { IngestError } from "../../src/errors";
-import { Storage } from "../../src/storage";
+import { Storage, storageOptions } from "../../src/storage";
 import { createSchema } from "../../src/storage/schema";
 import { captured } from "../helpers/captured";
 import { count } from "../helpers/rows";
@@ -48,13 +48,13 @@ test("a failed write is a 500; once the database is repaired, the client's retry
 
 test("once closing, the storage refuses new events with a retryable 503, and what it accepted is written", async () => {
   const config = loadConfig({ ...clickhouseEnv(), CLICKHOUSE_DATABASE: service.config.clickhouse.database });
-  const storage = await Storage.open(config.clickhouse);
+  const storage = await Storage.open(storageOptions(config));
   const { events } = await captured([{ event: "before_close", distinct_id: "closing" }]);
   const accepted = storage.ingest(events);
   const closed = storage.close();
   const refused = await storage.ingest(events).catch((error: unknown) => error);
   expect(refused).toBeInstanceOf(IngestError);
-  expect(refused).toMatchObject({ code: "unavailable", status: 503, headers: { "Retry-After": "5" } });
+  expect(refused).toMatchObject({ code: "shutting_down", status: 503, headers: { "Retry-After": "5" } });
   await accepted;
   await closed;
   expect(await count(service.db, "events", "event = 'before_close'")).toBe(1);
@@ -62,7 +62,7 @@ test("once closing, the storage refuses new events with a retryable 503, and wha
 
 test("past maxQueuedEvents new events are refused with a retryable 503; a batch is taken whenever none wait", async () => {
   const config = loadConfig({ ...clickhouseEnv(), CLICKHOUSE_DATABASE: service.config.clickhouse.database });
-  const storage = await Storage.open(config.clickhouse, { maxQueuedEvents: 1_000 });
+  const storage = await Storage.open({ ...storageOptions(config), maxQueuedEvents: 1_000 });
   const batch = async (name: string, size: number) =>
     (await captured(Array.from({ length: size }, (_, i) => ({ event: name, distinct_id: `queue-${i}` })))).events;
   const [a, b, c, big] = await Promise.all([
@@ -74,7 +74,7 @@ test("past maxQueuedEvents new events are refused with a retryable 503; a batch 
   const first = storage.ingest(a); // taken by a flush at once
   const second = storage.ingest(b); // waits: 800 queued
   const refused = await storage.ingest(c).catch((error: unknown) => error); // 1,600 would wait: over 1,000
-  expect(refused).toMatchObject({ code: "unavailable", status: 503, headers: { "Retry-After": "1" } });
+  expect(refused).toMatchObject({ code: "busy", status: 503, headers: { "Retry-After": "1" } });
   await Promise.all([first, second]);
   await storage.ingest(big); // nothing waits: taken, however large
   await storage.close();

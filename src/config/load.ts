@@ -1,0 +1,117 @@
+import { type } from "arktype";
+import { type Backend, type Env, type Fsync, SETTINGS, type Setting, type SettingKey, type Settings } from "./settings";
+
+/** Where the data goes: a ClickHouse server over HTTP, or chDB embedded in this process. */
+export type ClickHouseConfig =
+  | {
+      readonly kind: "server";
+      readonly url: string;
+      readonly user: string;
+      readonly password: string;
+      readonly database: string;
+    }
+  | {
+      readonly kind: "embedded";
+      readonly dataDir: string;
+      readonly database: string;
+      /** Where the compiled executable unpacks its embedded engine (unused when run from source). */
+      readonly nativeCacheDir: string;
+      readonly fsync: Fsync;
+    };
+
+/** The settings that together say where the data goes, gathered into `Config.clickhouse`. */
+type ClickHouseKey =
+  | "clickhouseUrl"
+  | "clickhouseUser"
+  | "clickhousePassword"
+  | "clickhouseDatabase"
+  | "dataDir"
+  | "fsync"
+  | "chdbCacheDir";
+
+/** The configuration, read once at startup: every setting of `SETTINGS`, the ClickHouse ones as one target. */
+export type Config = Omit<Settings, ClickHouseKey> & { readonly clickhouse: ClickHouseConfig };
+
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+/**
+ * Reads the configuration once, at startup. Unset and empty variables take their defaults; every bad value
+ * is reported at once in a `ConfigError`, so an operator fixes them in one go.
+ */
+export function loadConfig(env: Env = process.env): Config {
+  const problems: string[] = [];
+  const values: Record<string, unknown> = {};
+  const server = present(env, SETTINGS.clickhouseUrl) !== undefined;
+  for (const [key, setting] of Object.entries(SETTINGS) as [SettingKey, Setting<unknown>][]) {
+    const text = present(env, setting);
+    if (text === undefined) {
+      values[key] = typeof setting.default === "function" ? setting.default(env) : setting.default;
+      continue;
+    }
+    if (setting.refusedElsewhere && !appliesTo(setting, server ? "server" : "embedded")) {
+      problems.push(setting.refusedElsewhere);
+      continue;
+    }
+    const parsed = setting.parse(text);
+    if (parsed instanceof type.errors) problems.push(`${setting.env} ${parsed.summary}`);
+    else values[key] = parsed;
+  }
+  const settings = values as Settings;
+  // Otherwise a batch within MAX_BATCH_BYTES could be refused as busy for as long as any other request is in flight.
+  if (problems.length === 0 && settings.maxPendingBytes < settings.maxBatchBytes) {
+    problems.push(
+      `MAX_PENDING_BYTES (${settings.maxPendingBytes}) must be at least MAX_BATCH_BYTES (${settings.maxBatchBytes})`,
+    );
+  }
+  if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n${problems.map((p) => `  ${p}`).join("\n")}`);
+
+  const {
+    clickhouseUrl,
+    clickhouseUser,
+    clickhousePassword,
+    clickhouseDatabase,
+    dataDir,
+    fsync,
+    chdbCacheDir,
+    ...rest
+  } = settings;
+  return {
+    ...rest,
+    clickhouse:
+      clickhouseUrl === undefined
+        ? { kind: "embedded", dataDir, database: clickhouseDatabase, nativeCacheDir: chdbCacheDir, fsync }
+        : {
+            kind: "server",
+            url: clickhouseUrl,
+            user: clickhouseUser,
+            password: clickhousePassword,
+            database: clickhouseDatabase,
+          },
+  };
+}
+
+const appliesTo = (setting: Setting<unknown>, backend: Backend): boolean =>
+  setting.backend === "any" || setting.backend === backend;
+
+/** The variable's text, trimmed unless it is a secret; undefined when unset or blank. */
+function present(env: Env, setting: Setting<unknown>): string | undefined {
+  const value = env[setting.env];
+  if (value === undefined || value.trim() === "") return undefined;
+  return setting.redact === "omit" ? value : value.trim();
+}
+
+/** The configuration as it may be logged: secrets left out, api keys only counted. */
+export function redacted(config: Config): Record<string, unknown> {
+  const { clickhouse, ...rest } = config;
+  const logged: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(rest)) {
+    const redact = SETTINGS[key as SettingKey]?.redact;
+    if (redact === "omit") continue;
+    logged[key] = value instanceof Set ? (redact === "count" ? value.size : [...value]) : value;
+  }
+  const { password: _, ...target } = clickhouse as ClickHouseConfig & { password?: string };
+  logged.clickhouse = target;
+  return logged;
+}

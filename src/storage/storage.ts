@@ -1,0 +1,181 @@
+import type { ClickHouseConfig, Config } from "../config";
+import { fail } from "../errors";
+import type { CapturedEvent, EventSink } from "../event";
+import { ClickHouse, isDataError } from "./clickhouse";
+import { tuneEmbeddedEngine } from "./embedded/tuning";
+import { GroupCommit } from "./group-commit";
+import { type CacheObserver, type IdentityOptions, IdentityResolver, type Preloaded } from "./identity";
+import { eventInserts, eventRow } from "./rows";
+import { createSchema } from "./schema";
+
+export interface StorageOptions {
+  readonly clickhouse: ClickHouseConfig;
+  /** Most events one flush writes; concurrent requests are coalesced up to this. */
+  readonly maxFlushEvents: number;
+  /** Most events waiting for a flush; past it `ingest` refuses with a retryable 503 (a batch is always taken when none wait). */
+  readonly maxQueuedEvents: number;
+  /** Most milliseconds a flush waits for the requests the previous one answered (`GroupCommitOptions.lingerMs`). */
+  readonly flushLingerMs: number;
+  readonly identity: IdentityOptions;
+}
+
+/**
+ * The storage's options as the configuration sets them. Embedded, chDB locks the data directory to this process,
+ * so it is the only writer of its tables; on a server, other instances may write too.
+ */
+export function storageOptions(config: Config): StorageOptions {
+  return {
+    clickhouse: config.clickhouse,
+    maxFlushEvents: config.maxFlushEvents,
+    maxQueuedEvents: config.maxQueuedEvents,
+    flushLingerMs: config.flushLingerMs,
+    identity: {
+      soleWriter: config.clickhouse.kind === "embedded",
+      cacheTtlMs: config.linkCacheTtlMs,
+      cacheCapacity: config.linkCacheEntries,
+      personCacheBytes: config.personCacheMiB * 2 ** 20,
+    },
+  };
+}
+
+/** Where a flush's time went, in seconds: resolving identity, then each insert. */
+export type FlushPhases = Readonly<Record<"identity" | "persons" | "links" | "events", number>>;
+
+/** What the storage tells the outside about its writes (logs, metrics). */
+export interface StorageObserver {
+  flushed(events: number, seconds: number, phases: FlushPhases): void;
+  flushFailed(events: number, seconds: number, error: unknown): void;
+  cacheLookups: CacheObserver;
+  /** At startup, a sole writer read the links and persons it could hold into its caches. */
+  preloaded(preloaded: Preloaded): void;
+  /** A missing column was added at startup. */
+  schemaRepaired(table: string, column: string, type: string): void;
+}
+
+/**
+ * The event sink that owns everything in ClickHouse: the schema, identity resolution and the inserts. Writes go
+ * through one group commit, so there is a single writer per process however many requests arrive at once.
+ */
+export class Storage implements EventSink {
+  readonly #db: ClickHouse;
+  readonly #identity: IdentityResolver;
+  readonly #commits: GroupCommit<CapturedEvent>;
+  readonly #observer: StorageObserver | undefined;
+  readonly #maxQueuedEvents: number;
+  #closed = false;
+
+  private constructor(db: ClickHouse, options: StorageOptions, observer: StorageObserver | undefined) {
+    this.#db = db;
+    this.#observer = observer;
+    this.#maxQueuedEvents = options.maxQueuedEvents;
+    this.#identity = new IdentityResolver(db, options.identity, observer?.cacheLookups);
+    this.#commits = new GroupCommit((events) => this.#write(events), {
+      maxItems: options.maxFlushEvents,
+      isolates: isDataError,
+      lingerMs: options.flushLingerMs,
+    });
+  }
+
+  /**
+   * Connects, creates the schema if it is missing (and tunes the embedded engine), and (a sole writer) reads
+   * the links it can hold. The observer, if any, is told of writes, cache lookups and startup repairs.
+   */
+  static async open(options: StorageOptions, observer?: StorageObserver): Promise<Storage> {
+    const db = await ClickHouse.connect(options.clickhouse);
+    try {
+      await createSchema(db, observer?.schemaRepaired);
+      if (options.clickhouse.kind === "embedded") await tuneEmbeddedEngine(db, options.clickhouse.fsync);
+      const storage = new Storage(db, options, observer);
+      observer?.preloaded(await storage.#identity.preload());
+      return storage;
+    } catch (error) {
+      await db.close();
+      throw error;
+    }
+  }
+
+  /** Settles once the events, their persons and distinct IDs are all in ClickHouse (or the write failed). */
+  ingest(events: readonly CapturedEvent[]): Promise<void> {
+    if (this.#closed) return Promise.reject(fail.shuttingDown());
+    if (events.length === 0) return Promise.resolve();
+    const queued = this.#commits.queuedItems;
+    if (queued > 0 && queued + events.length > this.#maxQueuedEvents) {
+      // Memory stays bounded however many requests wait; SDKs retry a 503 after the pause it names.
+      return Promise.reject(fail.busy());
+    }
+    return this.#commits.submit(events);
+  }
+
+  /** Events accepted and waiting for a flush to take them. */
+  get queuedEvents(): number {
+    return this.#commits.queuedItems;
+  }
+
+  /**
+   * Active parts of each table this service writes. Every flush adds a part to `events` and `sessions`, and merges
+   * join them; a count that keeps growing means merges are falling behind (ClickHouse slows inserts down at 1,000
+   * parts in a partition and refuses them at 3,000).
+   */
+  async activeParts(): Promise<Record<string, number>> {
+    const rows = await this.#db.rows<{ table: string; parts: string }>(
+      "SELECT table, count() AS parts FROM system.parts WHERE active AND database = {database:String} GROUP BY table",
+      { database: this.#db.database },
+    );
+    return Object.fromEntries(rows.map((row) => [row.table, Number(row.parts)]));
+  }
+
+  /** Waits for every accepted write to finish, then disconnects. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.#commits.drain();
+    await this.#db.close();
+  }
+
+  /**
+   * Persons and links go in before the events that point to them. A failure part-way leaves nothing a retry
+   * cannot finish: the retry resolves again from what ClickHouse holds and writes the same result.
+   */
+  async #write(events: readonly CapturedEvent[]): Promise<void> {
+    const started = performance.now();
+    let phases: FlushPhases;
+    try {
+      phases = await this.#resolveAndInsert(events);
+    } catch (error) {
+      this.#observer?.flushFailed(events.length, (performance.now() - started) / 1000, error);
+      throw error;
+    }
+    this.#observer?.flushed(events.length, (performance.now() - started) / 1000, phases);
+  }
+
+  async #resolveAndInsert(events: readonly CapturedEvent[]): Promise<FlushPhases> {
+    const timer = phaseTimer();
+    const resolution = await this.#identity.resolve(events);
+    const identity = timer();
+    let phases: FlushPhases;
+    try {
+      await this.#db.insert("persons", resolution.persons);
+      const persons = timer();
+      await this.#db.insert("person_distinct_ids", resolution.distinctIds);
+      const links = timer();
+      const rows = events.map((event, index) => eventRow(event, resolution.personIds[index]!));
+      for (const insert of eventInserts(rows)) await this.#db.insert("events", insert);
+      phases = { identity, persons, links, events: timer() };
+    } catch (error) {
+      resolution.abandon();
+      throw error;
+    }
+    resolution.commit();
+    return phases;
+  }
+}
+
+/** Seconds since the previous call (or since it was made). */
+function phaseTimer(): () => number {
+  let last = performance.now();
+  return () => {
+    const now = performance.now();
+    const seconds = (now - last) / 1000;
+    last = now;
+    return seconds;
+  };
+}

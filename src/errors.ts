@@ -1,7 +1,7 @@
 /**
  * Every failure a client can see, as one table of stable codes. The code decides the HTTP status; tests, logs
  * and metrics use the code, clients see the status and the message. The contract's fixed message texts live
- * here and nowhere else (docs/behaviour.md, Errors); the server turns an `IngestError` into the Error object in
+ * here and nowhere else (docs/behaviour.md#errors); the server turns an `IngestError` into the Error object in
  * one place, and `fail` has one maker per code, named after it.
  */
 const STATUS = {

@@ -50,7 +50,7 @@ export interface EventSink {
 }
 
 /**
- * Limits on what becomes a column or a key (README "Limits"). Longer values are truncated; `properties` keep
+ * Limits on what becomes a column or a key (docs/behaviour.md#limits). Longer values are truncated; `properties` keep
  * the full value as sent. PostHog's capture truncates distinct IDs at 200 characters too.
  */
 export const LIMITS = {

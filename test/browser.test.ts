@@ -55,7 +55,7 @@ beforeAll(async () => {
   allowedPage = pageServer();
   otherPage = pageServer();
   const origin = allowedPage.url.origin;
-  // posthog-js always sends its project token as api_key, and a key a browser sends must be valid (SPEC §5.3)
+  // posthog-js always sends its project token as api_key, and a key a browser sends must be valid (docs/behaviour.md#authentication)
   service = await startService({ ALLOWED_ORIGINS: origin, PUBLIC_API_KEYS: KEY });
   profile = mkdtempSync(join(tmpdir(), "ingest-chromium-"));
   browser = await puppeteer.launch({

@@ -1,13 +1,13 @@
 import { fail } from "../errors";
 import { objectItems, type Payload } from "./validate";
 
-/** SPEC §5.3: a browser request must come from an allowed origin, matched exactly. */
+/** A browser request must come from an allowed origin, matched exactly. */
 export function checkOrigin(origin: string | null, allowedOrigins: ReadonlySet<string>): void {
   if (origin !== null && !allowedOrigins.has(origin)) throw fail.originNotAllowed();
 }
 
 /**
- * SPEC §5. Every `api_key` in the request (batch level and event level) must be the same (400). A browser
+ * docs/behaviour.md#authentication. Every `api_key` in the request (batch level and event level) must be the same (400). A browser
  * request may omit it, but a key it sends must be valid; a backend request needs a valid key. Any failure of
  * the key itself is the same 401, so the response does not tell a missing key from a wrong one.
  */

@@ -3,7 +3,7 @@ import { isRawNumber, numberText } from "../json";
 import type { AcceptedEvent } from "./validate";
 
 /**
- * SPEC §2.3: the well-known properties get their own columns. An event without a timestamp happened when it
+ * The well-known properties get their own columns. An event without a timestamp happened when it
  * was received; one without a usable `uuid` gets a time-ordered (v7) one.
  */
 export function normalize(event: AcceptedEvent, receivedAt: Timestamp): CapturedEvent {

@@ -12,11 +12,11 @@ import {
 import { isObject, nestsDeeperThan } from "../json";
 import { parseTimestamp } from "./timestamp";
 
-/** SPEC §2.1. Other top-level fields (`historical_migration`, `sent_at`, …) are accepted and ignored. */
+/** The batch (docs/behaviour.md#the-batch). Other top-level fields (`historical_migration`, `sent_at`, …) are accepted and ignored. */
 const Payload = type({ batch: "unknown[] > 0", "api_key?": "unknown" });
 export type Payload = typeof Payload.infer;
 
-/** The fields of a batch item this service reads, each still unchecked; others are ignored (SPEC §2.2). */
+/** The fields of a batch item this service reads, each still unchecked; others are ignored. */
 interface Item {
   readonly event?: unknown;
   readonly distinct_id?: unknown;
@@ -64,7 +64,7 @@ export function* objectItems(batch: readonly unknown[]): Generator<[Item, number
 }
 
 /**
- * Splits the batch into events to ingest and a count of dropped ones (SPEC §4.1). An invalid timestamp or
+ * Splits the batch into events to ingest and a count of dropped ones. An invalid timestamp or
  * properties nested too deep on any item fail the whole request, before anything is stored.
  */
 export function acceptEvents(batch: readonly unknown[]): AcceptedBatch {

@@ -16,19 +16,26 @@ const BACKENDS: Record<Backend, string> = { any: "both", embedded: "embedded", s
 
 /** The README's configuration table (`npm run docs` writes it there; a test checks it is current). */
 export function settingsTable(): string {
-  const rows = (Object.values(SETTINGS) as Setting<unknown>[]).map(
-    (setting) =>
-      `| \`${setting.env}\` | ${code(shownDefault(setting))} | ${BACKENDS[setting.backend]} | ${setting.help.replaceAll("|", "\\|")} |`,
-  );
-  return ["| Variable | Default | Applies to | Meaning |", "| --- | --- | --- | --- |", ...rows].join("\n");
+  const rows = (Object.values(SETTINGS) as Setting<unknown>[]).map((setting) => [
+    `\`${setting.env}\``,
+    shownDefault(setting),
+    BACKENDS[setting.backend],
+    setting.help.replaceAll("|", "\\|"),
+  ]);
+  return markdownTable(["Variable", "Default", "Applies to", "Meaning"], rows);
 }
 
+/** A Markdown table with its columns padded to their widest cell, as the formatter (Biome) leaves it. */
+function markdownTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = header.map((title, i) => Math.max(3, title.length, ...rows.map((row) => row[i]!.length)));
+  const line = (cells: readonly string[]) => `| ${cells.map((cell, i) => cell.padEnd(widths[i]!)).join(" | ")} |`;
+  return [line(header), line(widths.map((width) => "-".repeat(width))), ...rows.map(line)].join("\n");
+}
+
+/** The default in Markdown: a value in code font, or the table's own words for it. */
 function shownDefault(setting: Setting<unknown>): string {
-  return setting.shownDefault ?? String(setting.default);
+  return setting.shownDefault ?? `\`${String(setting.default)}\``;
 }
-
-/** A default in code font, unless it is a word (none, off) or already marked up. */
-const code = (text: string): string => (/^[a-z ]+$|`/.test(text) ? text : `\`${text}\``);
 
 /** Markdown's backticks dropped, for the terminal. */
 const plain = (text: string): string => text.replaceAll("`", "");

@@ -6,10 +6,10 @@ import { LEVELS, type Level } from "../telemetry/log";
 /**
  * Every setting the service reads, declared once: its environment variable, how its text is parsed and checked,
  * its default, a one-line help, and which backend it applies to. `Config`, the startup validation, `--help` and
- * the README's configuration table are all derived from this table (docs/operations.md, Configuration).
+ * the README's configuration table are all derived from this table (docs/operations.md#configuration).
  */
 
-/** What the embedded engine writes to disk (fsync) before going on; see docs/architecture.md, Durability. */
+/** What the embedded engine writes to disk (fsync) before going on; docs/architecture.md#durability. */
 export const FSYNC_LEVELS = ["none", "merges", "all"] as const;
 export type Fsync = (typeof FSYNC_LEVELS)[number];
 
@@ -26,7 +26,7 @@ export interface Setting<T> {
   readonly parse: (text: string) => T | type.errors;
   /** The value when the variable is unset or empty; computed from the environment where it depends on it. */
   readonly default: T | ((env: Env) => T);
-  /** The default as `--help` and the README show it, where it is not the value itself. */
+  /** The default in words (Markdown), where it is not a value to show as it is. */
   readonly shownDefault?: string;
   /** One line: what it does. */
   readonly help: string;
@@ -201,7 +201,7 @@ export const SETTINGS = {
       (url, ctx) => /^https?:$/.test(new URL(url).protocol) || ctx.reject({ expected: "an http(s) URL" }),
     ),
     default: undefined,
-    shownDefault: "embedded chDB",
+    shownDefault: "none (embedded)",
     help: "A ClickHouse server's HTTP(S) interface, e.g. `http://clickhouse:8123`. Unset: the embedded engine.",
     backend: "any",
   }),
@@ -232,7 +232,7 @@ export const SETTINGS = {
     env: "DATA_DIR",
     parse: path,
     default: () => resolve("./data"),
-    shownDefault: "./data",
+    shownDefault: "`./data`",
     help: "The embedded engine's data directory; one process at a time.",
     backend: "embedded",
   }),

@@ -74,7 +74,7 @@ export class GroupCommit<T> {
   /**
    * Without it, clients that keep sending (SDKs, 16 connections of a load test) split into two groups that take
    * turns, each flush half the size it could be; every flush has a fixed cost (an insert, a part to merge), so
-   * waiting a few milliseconds for the answered clients to come back pays for itself (README, Writes). A lone
+   * waiting a few milliseconds for the answered clients to come back pays for itself (docs/architecture.md#linger). A lone
    * client never waits: it is all the last flush answered.
    */
   async #linger(): Promise<void> {

@@ -142,4 +142,4 @@ const cases: Case[] = [
   },
 ];
 
-runCases("authentication (SPEC §5)", cases);
+runCases("authentication", cases);

@@ -4,7 +4,7 @@ import { personIdFor } from "../../src/storage/identity";
 import { events, links, persons } from "./rows";
 
 /**
- * A reference model of the identity rules (SPEC §2.5 and the identity issue), written plainly and apart from
+ * A reference model of the identity rules (docs/identity.md), written plainly and apart from
  * the implementation: maps of distinct ID → person and person → state, one event at a time.
  */
 export interface ModelEvent {

@@ -26,7 +26,7 @@ export function threadsNamed(prefix: string): number[] {
 /**
  * The embedded engine merges parts on threads of this process (named `MergeMutate`), on the same cores as the
  * flushes that requests wait for. At the lowest priority a merge still takes every moment the cores are idle, but
- * no longer delays a flush (README, Merges at the lowest priority). ClickHouse's own setting for it
+ * no longer delays a flush (docs/architecture.md#the-embedded-engine). ClickHouse's own setting for it
  * (`os_threads_nice_value_merge_mutate`) works only with CAP_SYS_NICE, because it restores the value after each
  * merge; raising a thread's nice value once, as here, needs no privilege. The threads start with the engine's
  * first MergeTree table and live as long as the engine, so this runs after the schema exists. (When an engine

@@ -5,7 +5,7 @@ import { lowerMergePriority } from "./merge-threads";
 /**
  * The embedded engine's policy for the parts of each table, and for its merge threads. Only the embedded engine
  * is tuned: it is the service's own, while a server's policy is its operator's. Applied at every start, to
- * tables made before too (docs/architecture.md, The embedded engine).
+ * tables made before too (docs/architecture.md#the-embedded-engine).
  *
  * - Every table removes its outdated parts one at a time. Past 100 at once (`concurrent_part_removal_threshold`),
  *   the engine removes them on up to 128 threads, each renaming and deleting part directories in the same table
@@ -30,7 +30,7 @@ export function embeddedTableSettings(fsync: Fsync): Readonly<Record<string, Rea
  * so that a merged part the disk never got can be rebuilt from them after a power loss. So from `merges` up,
  * every merged part is on disk before the parts it replaces go (a journaling filesystem, as ext4 and XFS are by
  * default, commits that deletion after the merged part's rename). `all` also syncs each insert's files and
- * directory before the insert returns, so a 200 survives a power loss (docs/architecture.md, Durability).
+ * directory before the insert returns, so a 200 survives a power loss (docs/architecture.md#durability).
  */
 const FSYNC_SETTINGS: Readonly<Record<Fsync, Readonly<Record<string, number>>>> = {
   none: { min_compressed_bytes_to_fsync_after_merge: 0, fsync_after_insert: 0, fsync_part_directory: 0 },

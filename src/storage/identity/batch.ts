@@ -7,7 +7,7 @@ import type { VersionClock } from "./version-clock";
 type Draft = { -readonly [K in keyof Person]: Person[K] };
 
 /**
- * One batch's view of the person graph and the identity rules (SPEC §2.5) applied to it, one event at a time,
+ * One batch's view of the person graph and the identity rules (docs/identity.md#rules) applied to it, one event at a time,
  * in order. It reads nothing itself: the resolver fills `links` and `persons` before `apply`, and afterwards
  * hands over the distinct IDs that ClickHouse still has on the persons this batch merged away.
  */
@@ -65,7 +65,7 @@ export class IdentityBatch {
 
   /**
    * Links to write: every link this batch created or changed, with its new version. Every event's distinct ID
-   * has its link (SPEC §2.5 rule 4): a link the batch did not change came from ClickHouse, or from the cache,
+   * has its link (identity rule 4): a link the batch did not change came from ClickHouse, or from the cache,
    * which holds only what was written, so it is stored already with this very person and version. Writing it
    * again would add an identical row and change no read; an earlier version re-written from a stale cache loses
    * to the newer one anyway.

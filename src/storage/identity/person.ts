@@ -15,7 +15,7 @@ export interface Person {
   /**
    * Its properties as JSON text, as stored. Kept as text rather than parsed: a million cached persons are then a
    * million strings instead of several million small objects for the collector to walk, and only the few a batch
-   * changes are ever parsed (README, Benchmarks).
+   * changes are ever parsed (docs/architecture.md#what-measurements-taught).
    */
   readonly properties: string;
   readonly isIdentified: boolean;

@@ -56,7 +56,7 @@ export interface Resolution {
 }
 
 /**
- * Resolves distinct IDs to persons (SPEC §2.5). Batches must come one at a time (the group commit does that).
+ * Resolves distinct IDs to persons (docs/identity.md#rules). Batches must come one at a time (the group commit does that).
  *
  * A sole writer caches links and persons: what it wrote or read is what ClickHouse holds, since nothing else
  * writes there. With other writers, links are cached for a bounded time, but an event that changes identity or
@@ -206,7 +206,7 @@ export class IdentityResolver {
   /** Caches the links and persons the batch read from ClickHouse or wrote; what it took from a cache stays as is. */
   #remember(batch: IdentityBatch): void {
     for (const [id, link] of batch.links.entries(["loaded", "changed"])) this.#links.set(id, link);
-    // every ID the batch looked up now has its link in the cache (SPEC §2.5 rule 4)
+    // every ID the batch looked up now has its link in the cache (identity rule 4)
     if (this.#unsure.size > 0) for (const id of batch.links.keys()) this.#unsure.delete(id);
     if (this.#persons === undefined) return;
     for (const [id, person] of batch.persons.entries(["loaded", "changed"])) this.#persons.set(id, person);

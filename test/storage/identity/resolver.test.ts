@@ -13,7 +13,7 @@ afterAll(() => service.stop());
 
 const capture = (batch: object[]) => send(service, { api_key: KEY, batch });
 
-describe("basic identity rules (SPEC §2.5 rules 1–4)", () => {
+describe("basic identity rules (rules 1–4)", () => {
   test("a new distinct ID gets a deterministic person (UUIDv5), a persons row and a link", async () => {
     expect(personIdFor("alice")).toBe(Bun.randomUUIDv5("alice", "932979b4-65c3-4424-8467-0b66ec27bc22"));
     expect(personIdFor("alice")).not.toBe(personIdFor("bob"));
@@ -129,7 +129,7 @@ const LINKING_EVENTS = [
   ["$create_alias", "alias"],
 ] as const;
 
-describe("$identify and $create_alias (SPEC §2.5 rules 5–6)", () => {
+describe("$identify and $create_alias (rules 5–6)", () => {
   test.each(LINKING_EVENTS)(
     "%s with neither ID known: one new person, with the event's distinct ID's deterministic id",
     async (name, key) => {
@@ -266,7 +266,7 @@ describe("$identify and $create_alias (SPEC §2.5 rules 5–6)", () => {
   });
 });
 
-describe("person properties (SPEC §2.5 rule 7)", () => {
+describe("person properties (rule 7)", () => {
   test("$set, $set_once and $unset from any event, applied in batch order and across requests", async () => {
     await capture([
       {

@@ -1,0 +1,163 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import { withCurrentTable } from "../scripts/docs";
+import { send, startService, type TestService } from "./helpers/service";
+
+// The docs are part of the product: the README's configuration table is the settings declaration's, every link
+// between the docs (and every docs/ reference in a source comment) lands on a file and a heading that exist, no
+// doc points outside the repository, and the SQL the README and the changelog show runs.
+
+const ROOT = resolve(import.meta.dir, "..");
+const read = (path: string) => readFileSync(join(ROOT, path), "utf8");
+const DOCS = [
+  "README.md",
+  "CHANGELOG.md",
+  "bench/README.md",
+  ...readdirSync(join(ROOT, "docs")).map((f) => `docs/${f}`),
+];
+
+/** GitHub's anchor for a heading: lower-cased, punctuation dropped, spaces as hyphens. */
+const slug = (heading: string) =>
+  heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N} _-]/gu, "")
+    .replaceAll(" ", "-");
+
+function anchorsOf(path: string): Set<string> {
+  const text = read(path).replace(/```[\s\S]*?```/g, "");
+  return new Set([...text.matchAll(/^#{1,6} (.+)$/gm)].map((m) => slug(m[1]!)));
+}
+
+/** Where a link from `from` lands: a file in the repository and maybe a heading, or why it does not. */
+function checkLink(from: string, target: string): string | undefined {
+  const [file = "", anchor] = target.split("#");
+  const path = file === "" ? from : relative(ROOT, resolve(ROOT, dirname(from), file));
+  if (path.startsWith("..")) return `${from} → ${target}: outside the repository`;
+  if (!existsSync(join(ROOT, path))) return `${from} → ${target}: no such file`;
+  if (anchor !== undefined && path.endsWith(".md") && !anchorsOf(path).has(anchor)) {
+    return `${from} → ${target}: no such heading in ${path}`;
+  }
+  return undefined;
+}
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(join(ROOT, dir), { recursive: true, encoding: "utf8" })
+    .filter((file) => file.endsWith(".ts"))
+    .map((file) => `${dir}/${file}`);
+}
+
+describe("docs", () => {
+  test("the README's configuration table is the one the settings declaration gives (npm run docs writes it)", () => {
+    const readme = read("README.md");
+    expect(withCurrentTable(readme)).toBe(readme);
+  });
+
+  test("every relative link in the docs lands on a file and a heading that exist, inside the repository", () => {
+    const broken: string[] = [];
+    for (const doc of DOCS) {
+      const text = read(doc).replace(/```[\s\S]*?```/g, "");
+      const targets = [
+        ...[...text.matchAll(/\]\(([^)\s]+)\)/g)].map((m) => m[1]!),
+        ...[...text.matchAll(/^\[[^\]]+\]: (\S+)$/gm)].map((m) => m[1]!),
+      ].filter((target) => !/^[a-z]+:/.test(target));
+      for (const target of targets) {
+        const problem = checkLink(doc, target);
+        if (problem) broken.push(problem);
+      }
+    }
+    expect(broken).toEqual([]);
+  });
+
+  test("every docs/ reference in a source comment names a heading that exists", () => {
+    const broken: string[] = [];
+    for (const file of [...sourceFiles("src"), ...sourceFiles("scripts")]) {
+      for (const [, target] of read(file).matchAll(/\b(docs\/[\w-]+\.md(?:#[\w-]+)?)/g)) {
+        const problem = checkLink("README.md", target!);
+        if (problem) broken.push(`${file}: ${problem}`);
+      }
+    }
+    expect(broken).toEqual([]);
+  });
+
+  test("nothing points at the contract's own file, which a clone of the repository does not have", () => {
+    const files = [...DOCS, ...sourceFiles("src"), ...sourceFiles("test")].filter((f) => f !== "test/docs.test.ts");
+    for (const file of files) {
+      expect([file, /SPEC\.md|shared\/|SPEC §/.test(read(file))]).toEqual([file, false]);
+    }
+  });
+
+  test("the README stays a user's ten-minute read", () => {
+    expect(read("README.md").split("\n").length).toBeLessThanOrEqual(310);
+  });
+});
+
+describe("the SQL the docs show", () => {
+  const KEY = "key-1";
+  let service: TestService;
+
+  beforeAll(async () => {
+    service = await startService({ PUBLIC_API_KEYS: KEY });
+    const batch = [
+      { event: "$pageview", distinct_id: "anon-1", properties: { $session_id: "s1", $current_url: "https://a/1" } },
+      { event: "$identify", distinct_id: "user-1", properties: { $anon_distinct_id: "anon-1", $set: { plan: "pro" } } },
+      { event: "$pageview", distinct_id: "user-1", properties: { $session_id: "s1", $current_url: "https://a/2" } },
+      { event: "clicked", distinct_id: "user-2", properties: { $session_id: "s2" } },
+    ].map((event, i) => ({ ...event, uuid: crypto.randomUUID(), timestamp: new Date(Date.now() + i).toISOString() }));
+    expect((await send(service, { api_key: KEY, batch })).status).toBe(200);
+  });
+  afterAll(() => service.stop());
+
+  /** The statements of a doc's `sql` blocks, comments dropped, its tables named with the test's database. */
+  function statements(doc: string): string[] {
+    const blocks = [...read(doc).matchAll(/```sql\n([\s\S]*?)```/g)].map((m) => m[1]!);
+    return blocks
+      .flatMap((block) => block.replace(/--.*$/gm, "").split(";"))
+      .map((statement) => statement.trim())
+      .filter((statement) => statement !== "")
+      .map((statement) =>
+        statement.replace(
+          /\b(FROM|JOIN|INTO|TABLE)\s+(events|persons|person_distinct_ids|sessions_mv|sessions)\b/g,
+          (_, keyword: string, table: string) => `${keyword} ${service.db.table(table)}`,
+        ),
+      );
+  }
+
+  test("the README's queries run and find what was sent", async () => {
+    const [events, persons, sessions, ...rest] = statements("README.md");
+    expect(rest).toEqual([]);
+    const counts = await service.db.rows<{ event: string; "count()": string | number }>(events!);
+    expect(counts.map((row) => [row.event, Number(row["count()"])])).toContainEqual(["$pageview", 2]);
+    const people = await service.db.rows<{ ids: string[] }>(persons!);
+    expect(people.map((person) => person.ids.sort())).toContainEqual(["anon-1", "user-1"]);
+    const found = await service.db.rows<Record<string, unknown>>(sessions!);
+    expect(found.map((s) => [s.session_id, s.distinct_id, Number(s.events), Number(s.pageviews)])).toContainEqual([
+      "s1",
+      "anon-1",
+      2,
+      2,
+    ]);
+  });
+
+  test("the changelog's sessions backfill rebuilds what the view wrote, and counts an event once when both did", async () => {
+    const [dropView, dropTable, backfill, ...rest] = statements("CHANGELOG.md");
+    expect([dropView, dropTable, rest]).toEqual([
+      `DROP TABLE ${service.db.table("sessions_mv")}`,
+      `DROP TABLE ${service.db.table("sessions")}`,
+      [],
+    ]);
+    const read = () =>
+      service.db.rows(
+        `SELECT session_id, argMinMerge(distinct_id) AS first, uniqExactMerge(event_count) AS events,
+                uniqExactMerge(pageview_count) AS pageviews, argMinMerge(entry_url) AS entry, argMaxMerge(exit_url) AS exit
+         FROM ${service.db.table("sessions")} GROUP BY session_id ORDER BY session_id`,
+      );
+    const written = await read();
+    await service.db.command(backfill!); // over what the view wrote: nothing counts twice
+    expect(await read()).toEqual(written);
+    await service.db.command(`TRUNCATE TABLE ${service.db.table("sessions")}`);
+    await service.db.command(backfill!);
+    expect(await read()).toEqual(written);
+  });
+});

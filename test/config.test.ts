@@ -146,6 +146,10 @@ describe("loadConfig", () => {
     expect(() => loadConfig({ MAX_BATCH_BYTES: String(100 * 2 ** 20) })).toThrow("MAX_PENDING_BYTES");
     expect(loadConfig({ MAX_BATCH_BYTES: "2000", MAX_PENDING_BYTES: "2000" }).maxPendingBytes).toBe(2000);
     expect(loadConfig({}).maxPendingBytes).toBe(32 * 2 ** 20);
+    // reported beside other bad values, when both of its own parse
+    expect(() => loadConfig({ PORT: "99999", MAX_PENDING_BYTES: "1" })).toThrow(
+      "Invalid configuration:\n  PORT must be at most 65535 (was 99999)\n  MAX_PENDING_BYTES (1) must be at least MAX_BATCH_BYTES (20971520)",
+    );
   });
 
   test("an origin must be scheme://host[:port] exactly", () => {

@@ -58,12 +58,10 @@ export function loadConfig(env: Env = process.env): Config {
     if (parsed instanceof type.errors) problems.push(`${setting.env} ${parsed.summary}`);
     else values[key] = parsed;
   }
-  const settings = values as Settings;
   // Otherwise a batch within MAX_BATCH_BYTES could be refused as busy for as long as any other request is in flight.
-  if (problems.length === 0 && settings.maxPendingBytes < settings.maxBatchBytes) {
-    problems.push(
-      `MAX_PENDING_BYTES (${settings.maxPendingBytes}) must be at least MAX_BATCH_BYTES (${settings.maxBatchBytes})`,
-    );
+  const { maxPendingBytes, maxBatchBytes } = values;
+  if (typeof maxPendingBytes === "number" && typeof maxBatchBytes === "number" && maxPendingBytes < maxBatchBytes) {
+    problems.push(`MAX_PENDING_BYTES (${maxPendingBytes}) must be at least MAX_BATCH_BYTES (${maxBatchBytes})`);
   }
   if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n${problems.map((p) => `  ${p}`).join("\n")}`);
 
@@ -76,7 +74,7 @@ export function loadConfig(env: Env = process.env): Config {
     fsync,
     chdbCacheDir,
     ...rest
-  } = settings;
+  } = values as Settings;
   return {
     ...rest,
     clickhouse:

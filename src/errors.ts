@@ -29,6 +29,9 @@ const STATUS = {
 
 export type ErrorCode = keyof typeof STATUS;
 
+/** Every code, in the table's order. */
+export const ERROR_CODES = Object.keys(STATUS) as ErrorCode[];
+
 interface ErrorOptions {
   /** What went wrong underneath (a zlib or JSON error, a database error): logged, never sent. */
   readonly cause?: unknown;

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { withCurrentTable } from "../scripts/docs";
+import { ERROR_CODES, IngestError } from "../src/errors";
 import { send, startService, type TestService } from "./helpers/service";
 
 // The docs are part of the product: the README's configuration table is the settings declaration's, every link
@@ -86,6 +87,14 @@ describe("docs", () => {
     for (const file of files) {
       expect([file, /SPEC\.md|shared\/|SPEC §/.test(read(file))]).toEqual([file, false]);
     }
+  });
+
+  test("behaviour.md's table of errors has every code, with its status", () => {
+    const errors = read("docs/behaviour.md")
+      .split(/^## /m)
+      .find((section) => section.startsWith("Errors\n"))!;
+    const documented = [...errors.matchAll(/^\| `([a-z_]+)` +\| (\d{3}) /gm)].map((m) => [m[1], Number(m[2])]);
+    expect(documented.sort()).toEqual(ERROR_CODES.map((code) => [code, new IngestError(code, "").status]).sort());
   });
 
   test("the README stays a user's ten-minute read", () => {

@@ -2,32 +2,7 @@ import { mkdirSync } from "node:fs";
 import { type ClickHouseClient, type ClickHouseClientConfigOptions, createClient } from "@clickhouse/client";
 import type { ClickHouseConfig } from "../config";
 import { prepareEmbeddedEngine } from "./embedded/unpack";
-
-/**
- * Bound parameters travel in the query's URL to a server, which refuses URLs over 1 MiB by default
- * (`http_max_uri_size`). Lists are split so that each query's list stays under this many URL-encoded bytes.
- */
-export const MAX_LIST_BYTES = 256 * 1024;
-
-/** Splits `values` into runs whose URL-encoded size (with separators) stays within `maxBytes`; never an empty run. */
-export function chunkByBytes(values: readonly string[], maxBytes: number = MAX_LIST_BYTES): string[][] {
-  const chunks: string[][] = [];
-  let chunk: string[] = [];
-  let bytes = 0;
-  for (const value of values) {
-    // quoted, escaped and comma-separated in the parameter, then percent-encoded in the URL
-    const size = encodeURIComponent(value).length + 9;
-    if (chunk.length > 0 && bytes + size > maxBytes) {
-      chunks.push(chunk);
-      chunk = [];
-      bytes = 0;
-    }
-    chunk.push(value);
-    bytes += size;
-  }
-  if (chunk.length > 0) chunks.push(chunk);
-  return chunks;
-}
+import { chunkByBytes, literalList } from "./sql";
 
 /**
  * Every table here collapses rows by key (Replacing- and AggregatingMergeTree), and every read collapses them again
@@ -85,15 +60,19 @@ export class ClickHouse {
     await this.client.command({ query });
   }
 
-  async rows<Row>(query: string, params: Record<string, unknown> = {}): Promise<Row[]> {
-    const result = await this.client.query({ query, query_params: params, format: "JSONEachRow" });
+  /** The rows of a query whose values are written into it as literals (`sql.ts`): nothing is bound. */
+  async rows<Row>(query: string): Promise<Row[]> {
+    const result = await this.client.query({ query, format: "JSONEachRow" });
     return result.json<Row>();
   }
 
-  /** Runs `query` once per chunk of `values`, bound as the Array parameter `{name:Array(type)}`, and joins the rows. */
-  async rowsIn<Row>(query: string, name: string, values: readonly string[]): Promise<Row[]> {
+  /**
+   * Runs the query `queryFor` makes of each chunk of `values`, given as a list of literals for `IN`, and joins
+   * the rows.
+   */
+  async rowsIn<Row>(values: readonly string[], queryFor: (list: string) => string): Promise<Row[]> {
     const rows: Row[] = [];
-    for (const chunk of chunkByBytes(values)) rows.push(...(await this.rows<Row>(query, { [name]: chunk })));
+    for (const chunk of chunkByBytes(values)) rows.push(...(await this.rows<Row>(queryFor(literalList(chunk)))));
     return rows;
   }
 

@@ -1,4 +1,5 @@
 import type { ClickHouse } from "./clickhouse";
+import { literal } from "./sql";
 
 /** A table this service owns: its columns (name → type as ClickHouse reports it) and the rest of its DDL. */
 interface TableSpec {
@@ -128,8 +129,7 @@ const warnRepair: RepairObserver = (table, column, type) =>
 
 async function checkColumns(db: ClickHouse, onRepair: RepairObserver): Promise<void> {
   const rows = await db.rows<{ table: string; name: string; type: string }>(
-    "SELECT table, name, type FROM system.columns WHERE database = {database:String}",
-    { database: db.database },
+    `SELECT table, name, type FROM system.columns WHERE database = ${literal(db.database)}`,
   );
   for (const table of TABLES) {
     const existing = new Map(rows.filter((row) => row.table === table.name).map((row) => [row.name, row.type]));

@@ -7,6 +7,7 @@ import { GroupCommit } from "./group-commit";
 import { type CacheObserver, type IdentityOptions, IdentityResolver, type Preloaded } from "./identity";
 import { eventInserts, eventRow } from "./rows";
 import { createSchema } from "./schema";
+import { literal } from "./sql";
 
 export interface StorageOptions {
   readonly clickhouse: ClickHouseConfig;
@@ -118,8 +119,7 @@ export class Storage implements EventSink {
    */
   async activeParts(): Promise<Record<string, number>> {
     const rows = await this.#db.rows<{ table: string; parts: string }>(
-      "SELECT table, count() AS parts FROM system.parts WHERE active AND database = {database:String} GROUP BY table",
-      { database: this.#db.database },
+      `SELECT table, count() AS parts FROM system.parts WHERE active AND database = ${literal(this.#db.database)} GROUP BY table`,
     );
     return Object.fromEntries(rows.map((row) => [row.table, Number(row.parts)]));
   }

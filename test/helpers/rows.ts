@@ -1,5 +1,6 @@
 import type { ClickHouse } from "../../src/storage/clickhouse";
 import type { EventRow } from "../../src/storage/rows";
+import { literal } from "../../src/storage/sql";
 
 /** An events row as read back: the row the service wrote, with timestamps as ClickHouse prints them. */
 export type StoredEvent = Omit<EventRow, "timestamp" | "created_at"> & { timestamp: string; created_at: string };
@@ -78,8 +79,7 @@ export async function count(db: ClickHouse, table: string, where = "1", { final 
 /** The statement that would create `table` as it is now, settings included. */
 export async function createTableQuery(db: ClickHouse, table: string): Promise<string> {
   const [row] = await db.rows<{ query: string }>(
-    "SELECT create_table_query AS query FROM system.tables WHERE database = {database:String} AND name = {table:String}",
-    { database: db.database, table },
+    `SELECT create_table_query AS query FROM system.tables WHERE database = ${literal(db.database)} AND name = ${literal(table)}`,
   );
   return row?.query ?? "";
 }

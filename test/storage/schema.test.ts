@@ -3,6 +3,7 @@ import { loadConfig } from "../../src/config";
 import { SchemaError, Storage, storageOptions } from "../../src/storage";
 import type { ClickHouse } from "../../src/storage/clickhouse";
 import { createSchema } from "../../src/storage/schema";
+import { literal } from "../../src/storage/sql";
 import { captured } from "../helpers/captured";
 import { count, createTableQuery } from "../helpers/rows";
 import { clickhouseEnv, openDb, send, startService, type TestService, uniqueDatabase } from "../helpers/service";
@@ -28,8 +29,7 @@ describe("schema", () => {
 
   test("the tables have the columns the spec names", async () => {
     const columns = await service.db.rows<{ table: string; name: string; type: string }>(
-      `SELECT table, name, type FROM system.columns WHERE database = {database:String} ORDER BY table, position`,
-      { database: service.config.clickhouse.database },
+      `SELECT table, name, type FROM system.columns WHERE database = ${literal(service.config.clickhouse.database)} ORDER BY table, position`,
     );
     const of = (table: string) =>
       Object.fromEntries(columns.filter((c) => c.table === table).map((c) => [c.name, c.type]));

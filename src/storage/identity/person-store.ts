@@ -1,5 +1,6 @@
 import { NIL_UUID, type Timestamp } from "../../event";
 import type { ClickHouse } from "../clickhouse";
+import { literal } from "../sql";
 import type { Link, Person } from "./person";
 
 // The SQL that reads the latest version of persons and links (rows.ts has the rows that write new ones).
@@ -26,33 +27,31 @@ function linksQuery(db: ClickHouse, where: string, having = ""): string {
 
 /** The current links of these distinct IDs; deleted and unknown IDs are absent. */
 export async function loadLinks(db: ClickHouse, distinctIds: readonly string[]): Promise<Map<string, Link>> {
-  const query = linksQuery(db, "distinct_id IN {ids:Array(String)}");
-  return toLinks(await db.rowsIn<LinkRecord>(query, "ids", distinctIds));
+  return toLinks(await db.rowsIn<LinkRecord>(distinctIds, (ids) => linksQuery(db, `distinct_id IN ${ids}`)));
 }
 
 /** Every current link, a page at a time in distinct ID order (distinct IDs are never empty: the first is after ""). */
 export async function* allLinks(db: ClickHouse, pageSize: number): AsyncGenerator<Map<string, Link>> {
-  const query = `${linksQuery(db, "distinct_id > {after:String}")} ORDER BY distinct_id`;
+  const query = (after: string) => `${linksQuery(db, `distinct_id > ${literal(after)}`)} ORDER BY distinct_id`;
   for await (const rows of pages<LinkRecord>(db, query, "", (row) => row.distinct_id, pageSize)) yield toLinks(rows);
 }
 
 /**
- * Runs `query`, which reads the rows after `{after}` in key order, a page at a time: each page resumes after the
- * last key of the one before and reads the table in key order (`optimize_aggregation_in_order`), so a page
- * costs its own rows rather than the rest of the table.
+ * Runs the query `queryAfter` makes, which reads the rows after a key in key order, a page at a time: each page
+ * resumes after the last key of the one before and reads the table in key order (`optimize_aggregation_in_order`),
+ * so a page costs its own rows rather than the rest of the table.
  */
 async function* pages<Row>(
   db: ClickHouse,
-  query: string,
+  queryAfter: (after: string) => string,
   first: string,
   keyOf: (row: Row) => string,
   pageSize: number,
 ): AsyncGenerator<Row[]> {
   for (let after = first; ; ) {
-    const rows = await db.rows<Row>(`${query} LIMIT {pageSize:UInt32} SETTINGS optimize_aggregation_in_order = 1`, {
-      after,
-      pageSize,
-    });
+    const rows = await db.rows<Row>(
+      `${queryAfter(after)} LIMIT ${Math.trunc(pageSize)} SETTINGS optimize_aggregation_in_order = 1`,
+    );
     yield rows;
     if (rows.length < pageSize) return;
     after = keyOf(rows.at(-1)!);
@@ -64,12 +63,14 @@ async function* pages<Row>(
  * persons' granules; the outer query keeps only IDs whose latest version still points at one of them.
  */
 export async function loadLinksOfPersons(db: ClickHouse, personIds: readonly string[]): Promise<Map<string, Link>> {
-  const query = linksQuery(
-    db,
-    `distinct_id IN (SELECT distinct_id FROM ${db.table("person_distinct_ids")} WHERE person_id IN {persons:Array(UUID)})`,
-    "argMax(person_id, version) IN {persons:Array(UUID)}",
-  );
-  return toLinks(await db.rowsIn<LinkRecord>(query, "persons", personIds));
+  const table = db.table("person_distinct_ids");
+  const query = (persons: string) =>
+    linksQuery(
+      db,
+      `distinct_id IN (SELECT distinct_id FROM ${table} WHERE person_id IN ${persons})`,
+      `argMax(person_id, version) IN ${persons}`,
+    );
+  return toLinks(await db.rowsIn<LinkRecord>(personIds, query));
 }
 
 function toLinks(rows: readonly LinkRecord[]): Map<string, Link> {
@@ -97,17 +98,14 @@ const PERSON_COLUMNS = `toString(id) AS person,
 
 /** The latest version of each of these persons; unknown ones are absent. */
 export async function loadPersons(db: ClickHouse, personIds: readonly string[]): Promise<Map<string, Person>> {
-  const rows = await db.rowsIn<PersonRecord>(
-    `SELECT ${PERSON_COLUMNS} FROM ${db.table("persons")} WHERE id IN {ids:Array(UUID)} GROUP BY id`,
-    "ids",
-    personIds,
-  );
-  return toPersons(rows);
+  const query = (ids: string) => `SELECT ${PERSON_COLUMNS} FROM ${db.table("persons")} WHERE id IN ${ids} GROUP BY id`;
+  return toPersons(await db.rowsIn<PersonRecord>(personIds, query));
 }
 
 /** Every person, a page at a time in id order (person ids are UUIDs other than the nil one). */
 export async function* allPersons(db: ClickHouse, pageSize: number): AsyncGenerator<Map<string, Person>> {
-  const query = `SELECT ${PERSON_COLUMNS} FROM ${db.table("persons")} WHERE id > {after:UUID} GROUP BY id ORDER BY id`;
+  const query = (after: string) =>
+    `SELECT ${PERSON_COLUMNS} FROM ${db.table("persons")} WHERE id > toUUID(${literal(after)}) GROUP BY id ORDER BY id`;
   for await (const rows of pages<PersonRecord>(db, query, NIL_UUID, (row) => row.person, pageSize)) {
     yield toPersons(rows);
   }

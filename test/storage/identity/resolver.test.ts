@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, spyOn, test } from "bun:test";
 import { personIdFor } from "../../../src/storage/identity";
+import { literal } from "../../../src/storage/sql";
 import { count, events, links, personOf, persons } from "../../helpers/rows";
 import { send, startService, type TestService } from "../../helpers/service";
 
@@ -355,8 +356,7 @@ describe("versions", () => {
     expect((await persons(service.db)).get(personIdFor("v-user"))!.version).toBeGreaterThan(person2.version);
     // argMax(..., version) agrees with FINAL
     const [latest] = await service.db.rows<{ properties: string }>(
-      `SELECT argMax(properties, version) AS properties FROM ${service.db.table("persons")} WHERE id = {id:UUID}`,
-      { id: personIdFor("v-user") },
+      `SELECT argMax(properties, version) AS properties FROM ${service.db.table("persons")} WHERE id = ${literal(personIdFor("v-user"))}`,
     );
     expect(JSON.parse(latest!.properties)).toEqual({ a: 2 });
   });

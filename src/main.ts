@@ -1,10 +1,12 @@
+import { hostname } from "node:os";
 import type { Server } from "bun";
 import pkg from "../package.json" with { type: "json" };
 import { PendingBytes } from "./capture/pending";
 import { type Config, ConfigError, helpText, loadConfig, redacted } from "./config";
-import { serve, serveMetrics } from "./server";
+import { QueryEngine, queryEngineOptions } from "./query";
+import { serve, serveMetrics, serveQuery } from "./server";
 import { SchemaError, Storage, storageOptions } from "./storage";
-import { describeError, Logger, Metrics, requestObserver, storageObserver } from "./telemetry";
+import { describeError, Logger, Metrics, queryObserver, requestObserver, storageObserver } from "./telemetry";
 
 const USAGE = `ingest ${pkg.version}: PostHog-style event batches into ClickHouse.
 
@@ -27,14 +29,26 @@ async function main(args: readonly string[]): Promise<void> {
   });
   const pending = new PendingBytes(config.maxPendingBytes);
   const server = serve({ config, sink: storage, pending, observer: requestObserver(log, metrics) });
+  const engine = config.queryPort === undefined ? undefined : await QueryEngine.open(queryEngineOptions(config));
+  const queryServer =
+    engine &&
+    serveQuery(config, {
+      engine,
+      credentials: { user: config.queryUser, password: config.queryPassword },
+      readonly: config.queryReadonly,
+      displayName: hostname(),
+      observer: queryObserver(log, metrics),
+    });
   const metricsServer = serveMetrics(config, metrics, {
     queuedEvents: () => storage.queuedEvents,
     pendingBytes: () => pending.held,
     activeParts: () => storage.activeParts(),
+    ...(engine && { runningQueries: () => engine.running }),
   });
   log.info("started", {
     version: pkg.version,
     url: server.url.href,
+    ...(queryServer && { query: queryServer.url.href }),
     ...(metricsServer && { metrics: `${metricsServer.url.href}metrics` }),
     config: redacted(config),
   });
@@ -44,7 +58,7 @@ async function main(args: readonly string[]): Promise<void> {
     process.on(signal, () => {
       if (stopping) return;
       stopping = true;
-      void shutdown(signal, { config, log, server, metricsServer, storage }).then(() => exit(0));
+      void shutdown(signal, { config, log, server, queryServer, engine, metricsServer, storage }).then(() => exit(0));
     });
   }
 }
@@ -60,11 +74,13 @@ async function shutdown(
     config: Config;
     log: Logger;
     server: Server<undefined>;
+    queryServer: Server<undefined> | undefined;
+    engine: QueryEngine | undefined;
     metricsServer: Server<undefined> | undefined;
     storage: Storage;
   },
 ): Promise<void> {
-  const { config, log, server, metricsServer, storage } = running;
+  const { config, log, server, queryServer, engine, metricsServer, storage } = running;
   log.info("shutting down", { signal });
   const drained = await Promise.race([
     server.stop().then(() => true),
@@ -76,6 +92,9 @@ async function shutdown(
     });
     await server.stop(true);
   }
+  // Queries are cut at once: their clients retry against the next instance; ingest is what must finish.
+  await queryServer?.stop(true);
+  engine?.close();
   await metricsServer?.stop(true);
   await storage.close();
   log.info("stopped", { signal });

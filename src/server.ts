@@ -5,6 +5,7 @@ import type { Config } from "./config";
 import { ALLOWED_METHODS, allowedOrigin, preflight, shareWith } from "./cors";
 import { asIngestError, fail, type IngestError } from "./errors";
 import type { EventSink } from "./event";
+import { handleQuery, type QueryApp } from "./query";
 import type { Metrics, ScrapeSources } from "./telemetry";
 
 export type Route = "batch" | "health" | "other";
@@ -67,6 +68,24 @@ export function serveMetrics(config: Config, metrics: Metrics, sources: ScrapeSo
       if (pathOf(URL.parse(request.url, BASE_URL)) !== "/metrics") return new Response("Not found\n", { status: 404 });
       return new Response(await metrics.scrape(sources), { headers: { "Content-Type": metrics.contentType } });
     },
+  });
+}
+
+/**
+ * Starts the query port on `QUERY_PORT`: ClickHouse's HTTP interface over the embedded engine. A query may stay
+ * silent until its result is ready, up to `QUERY_TIMEOUT_S`, so connections idle that long are not cut (Bun's
+ * limit is 255 s).
+ */
+export function serveQuery(config: Config, app: QueryApp): Server<undefined> | undefined {
+  if (config.queryPort === undefined) return undefined;
+  return Bun.serve({
+    hostname: config.host,
+    port: config.queryPort,
+    development: false,
+    idleTimeout: Math.min(255, config.queryTimeoutS + 15),
+    maxRequestBodySize: Number.MAX_SAFE_INTEGER,
+    fetch: (request) => handleQuery(request, app),
+    error: () => new Response("Internal error\n", { status: 500 }),
   });
 }
 

@@ -63,6 +63,11 @@ export function loadConfig(env: Env = process.env): Config {
   if (typeof maxPendingBytes === "number" && typeof maxBatchBytes === "number" && maxPendingBytes < maxBatchBytes) {
     problems.push(`MAX_PENDING_BYTES (${maxPendingBytes}) must be at least MAX_BATCH_BYTES (${maxBatchBytes})`);
   }
+  if (values.queryPort !== undefined && values.queryPassword === "") {
+    problems.push("QUERY_PORT needs QUERY_PASSWORD: whoever reaches the port can read every event");
+  }
+  const ports = [values.port, values.metricsPort, values.queryPort].filter((p) => typeof p === "number" && p !== 0);
+  if (new Set(ports).size !== ports.length) problems.push("PORT, METRICS_PORT and QUERY_PORT must differ");
   if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n${problems.map((p) => `  ${p}`).join("\n")}`);
 
   const {

@@ -2,6 +2,7 @@ import { Counter, Gauge, Histogram, Registry } from "prom-client";
 
 const SIZE_BUCKETS = [1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 25_000, 100_000];
 const SECONDS_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const QUERY_SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
 /** How a scrape reads the tables' active parts (`Metrics.sampleActiveParts`). */
 export interface PartsReadOptions {
@@ -18,6 +19,8 @@ export interface ScrapeSources {
   readonly queuedEvents: () => number;
   readonly pendingBytes: () => number;
   readonly activeParts: () => Promise<Readonly<Record<string, number>>>;
+  /** Queries running on the query port, when it is on. */
+  readonly runningQueries?: () => number;
 }
 
 /** The service's Prometheus metrics, each in a registry of its own (so several services in a test do not mix). */
@@ -92,6 +95,39 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly queries = new Counter({
+    name: "ingest_queries_total",
+    help: "Queries on the query port, by outcome: ok, refused, unauthenticated, busy, failed",
+    labelNames: ["outcome"] as const,
+    registers: [this.registry],
+  });
+  readonly querySeconds = new Histogram({
+    name: "ingest_query_duration_seconds",
+    help: "Time per query on the query port, from the request to the last byte of the result",
+    buckets: QUERY_SECONDS_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly queryResultRows = new Counter({
+    name: "ingest_query_result_rows_total",
+    help: "Rows the query port's queries returned",
+    registers: [this.registry],
+  });
+  readonly queryResultBytes = new Counter({
+    name: "ingest_query_result_bytes_total",
+    help: "Bytes the query port's queries returned, before HTTP compression",
+    registers: [this.registry],
+  });
+  readonly queryWrittenRows = new Counter({
+    name: "ingest_query_written_rows_total",
+    help: "Rows inserted through the query port (QUERY_READONLY=0)",
+    registers: [this.registry],
+  });
+  readonly queriesRunning = new Gauge({
+    name: "ingest_queries_running",
+    help: "Queries running on the query port",
+    registers: [this.registry],
+  });
+
   constructor(private readonly partsReadOptions: PartsReadOptions = PARTS_READ) {
     new Gauge({
       name: "process_resident_memory_bytes",
@@ -144,6 +180,7 @@ export class Metrics {
   async scrape(sources: ScrapeSources): Promise<string> {
     this.queueDepth.set(sources.queuedEvents());
     this.pendingBytes.set(sources.pendingBytes());
+    if (sources.runningQueries) this.queriesRunning.set(sources.runningQueries());
     await this.sampleActiveParts(sources.activeParts);
     return this.text();
   }

@@ -1,3 +1,4 @@
+import type { QueryObserver } from "../query";
 import type { RequestObserver } from "../server";
 import type { StorageObserver } from "../storage";
 import { describeError, type Logger } from "./log";
@@ -53,6 +54,22 @@ export function storageObserver(log: Logger, metrics: Metrics): StorageObserver 
     },
     schemaRepaired(table, column, type) {
       log.warn("schema repaired: a missing column was added", { table, column, type });
+    },
+  };
+}
+
+/** Queries on the query port: counted by outcome, timed, their result sizes added up, each logged without its text. */
+export function queryObserver(log: Logger, metrics: Metrics): QueryObserver {
+  return {
+    answered(answer) {
+      metrics.queries.inc({ outcome: answer.outcome });
+      metrics.querySeconds.observe(answer.seconds);
+      if (answer.resultRows > 0) metrics.queryResultRows.inc(answer.resultRows);
+      if (answer.resultBytes > 0) metrics.queryResultBytes.inc(answer.resultBytes);
+      if (answer.writtenRows > 0) metrics.queryWrittenRows.inc(answer.writtenRows);
+      const fields = { ...answer, seconds: Math.round(answer.seconds * 1e6) / 1e6 };
+      if (answer.outcome === "unauthenticated") log.warn("query refused: authentication failed", fields);
+      else log.info("query", fields);
     },
   };
 }

@@ -1,6 +1,7 @@
 import { PendingBytes } from "../../src/capture/pending";
 import { type Config, loadConfig } from "../../src/config";
-import { serve } from "../../src/server";
+import { type QueryAnswer, QueryEngine, type QueryEngineOptions, queryEngineOptions } from "../../src/query";
+import { serve, serveQuery } from "../../src/server";
 import { Storage, type StorageObserver, storageOptions } from "../../src/storage";
 import { ClickHouse } from "../../src/storage/clickhouse";
 import type { IdentityOptions } from "../../src/storage/identity";
@@ -39,8 +40,19 @@ export function openStorage(config: Config, { identity, observer }: StorageSeams
   return Storage.open({ ...options, identity: { ...options.identity, ...identity } }, observer);
 }
 
+/** The query port of a test service, and what its observer was told. */
+export interface TestQueryPort {
+  readonly url: string;
+  readonly engine: QueryEngine;
+  readonly answers: QueryAnswer[];
+  /** Fetches `path` on the port with the configured credentials (basic auth), unless `auth` is false. */
+  fetch(path: string, init?: RequestInit & { auth?: boolean }): Promise<Response>;
+}
+
 export interface TestService {
   readonly url: string;
+  /** Present when `QUERY_PORT` is set (use "0"; `QUERY_PASSWORD` is then "test-password" unless given). */
+  readonly query: TestQueryPort | undefined;
   readonly config: Config;
   readonly storage: Storage;
   readonly db: ClickHouse;
@@ -49,27 +61,65 @@ export interface TestService {
 }
 
 /** A real server on a free local port, on its own database unless `env` names one. */
-export async function startService(env: Record<string, string> = {}, seams: StorageSeams = {}): Promise<TestService> {
+export async function startService(
+  env: Record<string, string> = {},
+  seams: StorageSeams & { readonly query?: Partial<QueryEngineOptions> } = {},
+): Promise<TestService> {
   const config = loadConfig({
     ...clickhouseEnv(),
     HOST: "127.0.0.1",
     PORT: "0",
     CLICKHOUSE_DATABASE: uniqueDatabase(),
+    ...(env.QUERY_PORT !== undefined && { QUERY_PASSWORD: "test-password" }),
     ...env,
   });
   const storage = await openStorage(config, seams);
   const server = serve({ config, sink: storage, pending: new PendingBytes(config.maxPendingBytes) });
+  const query = config.queryPort === undefined ? undefined : await startQueryPort(config, seams.query);
   const db = await openDb(config.clickhouse.database);
   return {
     url: server.url.href.replace(/\/$/, ""),
+    query,
     config,
     storage,
     db,
     async stop({ drop = true } = {}) {
       await server.stop(true);
+      await query?.stop();
       await storage.close();
       if (drop) await db.command(`DROP DATABASE IF EXISTS \`${config.clickhouse.database}\``);
       await db.close();
+    },
+  };
+}
+
+async function startQueryPort(
+  config: Config,
+  options: Partial<QueryEngineOptions> = {},
+): Promise<TestQueryPort & { stop(): Promise<void> }> {
+  const engine = await QueryEngine.open({ ...queryEngineOptions(config), ...options });
+  const answers: QueryAnswer[] = [];
+  const credentials = { user: config.queryUser, password: config.queryPassword };
+  const server = serveQuery(config, {
+    engine,
+    credentials,
+    readonly: config.queryReadonly,
+    displayName: "test-host",
+    observer: { answered: (answer) => answers.push(answer) },
+  })!;
+  const url = server.url.href.replace(/\/$/, "");
+  return {
+    url,
+    engine,
+    answers,
+    fetch(path, { auth = true, ...init } = {}) {
+      const headers = new Headers(init.headers);
+      if (auth) headers.set("authorization", `Basic ${btoa(`${credentials.user}:${credentials.password}`)}`);
+      return fetch(`${url}${path}`, { ...init, headers });
+    },
+    async stop() {
+      await server.stop(true);
+      engine.close();
     },
   };
 }

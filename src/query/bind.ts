@@ -1,0 +1,61 @@
+import { literal } from "../storage/sql";
+import { QueryError } from "./errors";
+
+/**
+ * `{name:Type}` placeholders bound to `param_<name>` values, as typed literals written into the statement the
+ * engine formatted. The engine's own parameter binding is not used: it keeps the values in state that queries on
+ * other sessions share (see src/storage/sql.ts), and chDB re-escapes a value it binds, so the text a client sent
+ * would not reach the type's parser as sent.
+ *
+ * A value is the text ClickHouse's HTTP interface takes: the type's text form, with a `String`'s escapes (`\t`,
+ * `\n`, `\\`, …) still in it, and `\N` for NULL. So a `String` is unescaped into a literal; any other type gets
+ * its text cast to it (`CAST('…' AS Type)`), which parses it as the server would; an `Identifier` becomes a quoted
+ * identifier.
+ */
+export function bindParams(formatted: string, params: Readonly<Record<string, string>>): string {
+  // In the engine's formatting, a string literal or quoted identifier is one token with its escapes, so a
+  // placeholder is found only outside them.
+  return formatted.replace(
+    /'(?:[^'\\]|\\[\s\S])*'|`(?:[^`\\]|\\[\s\S])*`|"(?:[^"\\]|\\[\s\S])*"|\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*:\s*([^{}]+?)\s*\}/g,
+    (token, name: string | undefined, type: string | undefined) => {
+      if (name === undefined || type === undefined) return token;
+      const value = params[name];
+      if (value === undefined) {
+        throw new QueryError(
+          456,
+          "UNKNOWN_QUERY_PARAMETER",
+          `Code: 456. DB::Exception: Substitution \`${name}\` is not set. (UNKNOWN_QUERY_PARAMETER)`,
+        );
+      }
+      return boundValue(value, type);
+    },
+  );
+}
+
+function boundValue(value: string, type: string): string {
+  if (type === "Identifier") return `\`${value.replace(/[\\`]/g, (char) => `\\${char}`)}\``;
+  if (value === "\\N") return `CAST(NULL AS ${type})`;
+  if (type === "String") return literal(unescapeText(value));
+  return `CAST(${literal(isStringLike(type) ? unescapeText(value) : value)} AS ${type})`;
+}
+
+/** Types whose text form is a whole string (escapes and all), not a literal to parse. */
+const isStringLike = (type: string) => /^(Nullable\(|LowCardinality\()*(String|FixedString\(\d+\))\)*$/.test(type);
+
+const ESCAPES: Readonly<Record<string, string>> = {
+  b: "\b",
+  f: "\f",
+  n: "\n",
+  r: "\r",
+  t: "\t",
+  "0": "\0",
+  a: "\x07",
+  v: "\v",
+};
+
+/** ClickHouse's escaped text format: `\t`, `\n`, `\\`, `\xHH`, …; any other escaped character stands for itself. */
+export function unescapeText(text: string): string {
+  return text.replace(/\\(x[0-9A-Fa-f]{2}|[\s\S])/g, (_, escaped: string) =>
+    escaped.length === 3 ? String.fromCharCode(Number.parseInt(escaped.slice(1), 16)) : (ESCAPES[escaped] ?? escaped),
+  );
+}

@@ -1,0 +1,308 @@
+import { promisify } from "node:util";
+import { brotliDecompress, gunzip, inflate } from "node:zlib";
+import { authenticates, authenticationFailed, type Credentials, credentialsOf } from "./auth";
+import type { QueryEngine, RunningQuery } from "./engine";
+import { QueryError } from "./errors";
+import { MAX_QUERY_BYTES, readParams } from "./params";
+
+/** How a query went, for logs and metrics: never its text, nor its result. */
+export interface QueryAnswer {
+  readonly user: string;
+  readonly outcome: QueryOutcome;
+  readonly status: number;
+  /** The statement's type, once the engine parsed it. */
+  readonly statement: string | undefined;
+  /** The error's name (`UNKNOWN_TABLE`, `READONLY`, …). */
+  readonly error: string | undefined;
+  readonly queryId: string;
+  readonly seconds: number;
+  readonly resultRows: number;
+  readonly resultBytes: number;
+  readonly writtenRows: number;
+}
+
+/**
+ * `ok`; `refused` by the port's rules (read-only, settings, table functions); `unauthenticated`; `busy` (no place
+ * free); `failed` in the engine (a bad query, a limit reached, the client gone).
+ */
+export type QueryOutcome = "ok" | "refused" | "unauthenticated" | "busy" | "failed";
+
+export interface QueryObserver {
+  answered(answer: QueryAnswer): void;
+}
+
+export interface QueryApp {
+  readonly engine: QueryEngine;
+  readonly credentials: Credentials;
+  /** `QUERY_READONLY`. */
+  readonly readonly: boolean;
+  /** `X-ClickHouse-Server-Display-Name`. */
+  readonly displayName: string;
+  readonly observer?: QueryObserver;
+}
+
+/** Most body bytes an INSERT may send at once, inflated. */
+export const MAX_INSERT_BYTES = 256 * 1024 * 1024;
+
+const OK = "Ok.\n";
+// Without a Host header (HTTP/1.0), or with one that is no host, Bun hands over a relative URL.
+const BASE_URL = "http://localhost";
+
+/**
+ * ClickHouse's HTTP interface over the embedded engine: `/ping`, and queries at `/` by GET or POST. Errors are
+ * sent as ClickHouse sends them, with its status codes, so unmodified clients raise their usual errors.
+ * See docs/query.md#the-http-interface.
+ */
+export async function handleQuery(request: Request, app: QueryApp): Promise<Response> {
+  const url = URL.parse(request.url, BASE_URL);
+  const path = url?.pathname ?? "";
+  if (path === "/ping" || path === "/replicas_status") return text(OK, 200, app);
+  if (path !== "/" || url === null) {
+    return text(`There is no handle ${path.slice(0, 200)}\n\nUse / or /ping for health checks.\n`, 404, app);
+  }
+  if (request.method === "OPTIONS") return new Response(null, { status: 204 });
+  if (request.method !== "GET" && request.method !== "POST" && request.method !== "HEAD") {
+    return text("Method not allowed. Use GET or POST.\n", 405, app);
+  }
+  if (request.method !== "POST" && !url.searchParams.has("query")) return text(OK, 200, app);
+  return new QueryExchange(request, url.searchParams, app).answer();
+}
+
+/** One query request and its answer. */
+class QueryExchange {
+  readonly #started = performance.now();
+  #user = "default";
+  #queryId: string;
+  #statement: string | undefined;
+
+  constructor(
+    private readonly request: Request,
+    private readonly search: URLSearchParams,
+    private readonly app: QueryApp,
+  ) {
+    this.#queryId = crypto.randomUUID();
+  }
+
+  async answer(): Promise<Response> {
+    let running: RunningQuery | undefined;
+    try {
+      const credentials = credentialsOf(this.request, this.search);
+      this.#user = credentials.user;
+      if (!authenticates(credentials, this.app.credentials)) throw authenticationFailed(credentials.user);
+      const params = readParams(this.search, this.request.headers);
+      if (params.queryId !== undefined) this.#queryId = params.queryId;
+      const access = !this.app.readonly && this.request.method === "POST" ? "write" : "read";
+      const body = await readBody(this.request, access === "write" ? MAX_INSERT_BYTES : MAX_QUERY_BYTES);
+      // As on ClickHouse: the query is the `query` parameter, a line break and the body; an INSERT's body is its data.
+      const inserts = access === "write" && /^\s*INSERT\b/i.test(params.query);
+      const bodyText = inserts ? "" : new TextDecoder().decode(body);
+      running = await this.app.engine.run({
+        text: [params.query, bodyText].filter((part) => part !== "").join("\n"),
+        data: inserts ? body : undefined,
+        access,
+        database: params.database,
+        defaultFormat: params.defaultFormat,
+        params: params.params,
+        settings: params.settings,
+        session: params.session,
+      });
+      this.#statement = running.statement;
+      const compression = params.compressResponse
+        ? chooseEncoding(this.request.headers.get("accept-encoding"))
+        : undefined;
+      return params.waitEndOfQuery
+        ? await this.#whole(running, compression)
+        : await this.#streamed(running, compression);
+    } catch (caught) {
+      running?.close();
+      return this.#failure(caught instanceof QueryError ? caught : QueryError.fromEngine(caught));
+    }
+  }
+
+  /** `wait_end_of_query=1`: the whole result first, so an error still gets its status and the summary is complete. */
+  async #whole(running: RunningQuery, compression: Encoding | undefined): Promise<Response> {
+    const chunks: Uint8Array[] = [];
+    for await (const chunk of running.chunks()) chunks.push(chunk);
+    this.#observe("ok", 200, running);
+    const body = new Blob(chunks as Uint8Array<ArrayBuffer>[]).stream();
+    return new Response(compress(body, compression), { headers: this.#headers(running, compression) });
+  }
+
+  /** The result as the engine produces it; an error after the first bytes is written into the body, as ClickHouse does. */
+  async #streamed(running: RunningQuery, compression: Encoding | undefined): Promise<Response> {
+    const headers = this.#headers(running, compression);
+    const chunks = running.chunks();
+    const body = new ReadableStream<Uint8Array>({
+      pull: async (controller) => {
+        try {
+          const next = await chunks.next();
+          if (!next.done) return controller.enqueue(next.value);
+          this.#observe("ok", 200, running);
+        } catch (caught) {
+          const error = caught instanceof QueryError ? caught : QueryError.fromEngine(caught);
+          controller.enqueue(new TextEncoder().encode(`\n${error.text}\n`));
+          this.#observe(outcomeOf(error), 200, running, error);
+        }
+        controller.close();
+      },
+      cancel: async () => {
+        // the client went away: stop the query and free its place
+        await chunks.return(undefined);
+        running.close();
+        this.#observe("failed", 499, running);
+      },
+    });
+    return new Response(compress(body, compression), { headers });
+  }
+
+  #headers(running: RunningQuery, compression: Encoding | undefined): Headers {
+    const headers = new Headers({
+      "Content-Type": contentType(running.format),
+      "X-ClickHouse-Server-Display-Name": this.app.displayName,
+      "X-ClickHouse-Query-Id": this.#queryId,
+      "X-ClickHouse-Timezone": this.app.engine.timezone,
+      "X-ClickHouse-Summary": JSON.stringify(this.#summary(running)),
+    });
+    if (running.format !== undefined) headers.set("X-ClickHouse-Format", running.format);
+    if (compression !== undefined) headers.set("Content-Encoding", compression);
+    return headers;
+  }
+
+  /** ClickHouse's summary; the embedded engine does not report the rows a query read, only what it returned. */
+  #summary(running: RunningQuery): Record<string, string> {
+    const elapsedNs = Math.round((performance.now() - this.#started) * 1e6);
+    return {
+      read_rows: "0",
+      read_bytes: "0",
+      written_rows: String(running.writtenRows),
+      written_bytes: "0",
+      total_rows_to_read: "0",
+      result_rows: String(running.result.rows),
+      result_bytes: String(running.result.bytes),
+      elapsed_ns: String(elapsedNs),
+    };
+  }
+
+  #failure(error: QueryError): Response {
+    this.#observe(outcomeOf(error), error.status, undefined, error);
+    return new Response(`${error.text}\n`, {
+      status: error.status,
+      headers: {
+        "Content-Type": "text/plain; charset=UTF-8",
+        "X-ClickHouse-Server-Display-Name": this.app.displayName,
+        "X-ClickHouse-Query-Id": this.#queryId,
+        "X-ClickHouse-Exception-Code": String(error.code),
+      },
+    });
+  }
+
+  #observed = false;
+
+  #observe(outcome: QueryOutcome, status: number, running: RunningQuery | undefined, error?: QueryError): void {
+    if (this.#observed) return;
+    this.#observed = true;
+    this.app.observer?.answered({
+      user: this.#user,
+      outcome,
+      status,
+      statement: this.#statement,
+      error: error?.type,
+      queryId: this.#queryId,
+      seconds: (performance.now() - this.#started) / 1000,
+      resultRows: running?.result.rows ?? 0,
+      resultBytes: running?.result.bytes ?? 0,
+      writtenRows: running?.writtenRows ?? 0,
+    });
+  }
+}
+
+function outcomeOf(error: QueryError): QueryOutcome {
+  if (error.type === "AUTHENTICATION_FAILED") return "unauthenticated";
+  if (error.type === "TOO_MANY_SIMULTANEOUS_QUERIES") return "busy";
+  if (error.type === "READONLY" || error.type === "ACCESS_DENIED") return "refused";
+  return "failed";
+}
+
+function text(body: string, status: number, app: QueryApp): Response {
+  return new Response(body, {
+    status,
+    headers: { "Content-Type": "text/plain; charset=UTF-8", "X-ClickHouse-Server-Display-Name": app.displayName },
+  });
+}
+
+type Encoding = "gzip" | "deflate";
+
+/** The compression the client accepts that the port can do (ClickHouse's `enable_http_compression`). */
+function chooseEncoding(accepted: string | null): Encoding | undefined {
+  const names = (accepted ?? "")
+    .toLowerCase()
+    .split(",")
+    .map((item) => item.split(";")[0]!.trim());
+  if (names.includes("gzip")) return "gzip";
+  if (names.includes("deflate")) return "deflate";
+  return undefined;
+}
+
+function compress(body: ReadableStream<Uint8Array>, encoding: Encoding | undefined): ReadableStream<Uint8Array> {
+  return encoding === undefined
+    ? body
+    : body.pipeThrough(new CompressionStream(encoding) as ReadableWritablePair<Uint8Array, Uint8Array>);
+}
+
+const DECOMPRESS = {
+  gzip: promisify(gunzip),
+  deflate: promisify(inflate),
+  br: promisify(brotliDecompress),
+} as const;
+
+/**
+ * The body, inflated as `Content-Encoding` says (gzip, deflate, br), within `maxBytes` on the wire and inflated:
+ * a query's text, or an INSERT's data.
+ */
+async function readBody(request: Request, maxBytes: number): Promise<Uint8Array> {
+  if (request.method !== "POST" || request.body === null) return new Uint8Array(0);
+  const declared = Number(request.headers.get("content-length") ?? 0);
+  if (declared > maxBytes) throw tooLarge(maxBytes);
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of request.body) {
+    size += chunk.byteLength;
+    if (size > maxBytes) throw tooLarge(maxBytes);
+    chunks.push(chunk);
+  }
+  let bytes: Uint8Array = Buffer.concat(chunks, size);
+  const encoding = request.headers.get("content-encoding")?.trim().toLowerCase() ?? "";
+  if (encoding !== "" && encoding !== "identity") {
+    const decompress = DECOMPRESS[encoding as keyof typeof DECOMPRESS];
+    if (decompress === undefined) {
+      throw QueryError.of("UNKNOWN_COMPRESSION_METHOD", `Unknown compression method: ${encoding.slice(0, 50)}`);
+    }
+    try {
+      bytes = await decompress(bytes, { maxOutputLength: maxBytes });
+    } catch (error) {
+      if ((error as { code?: string }).code === "ERR_BUFFER_TOO_LARGE") throw tooLarge(maxBytes);
+      throw QueryError.of("BAD_ARGUMENTS", `Cannot decompress the request body (${encoding})`);
+    }
+  }
+  return bytes;
+}
+
+const tooLarge = (maxBytes: number) =>
+  QueryError.of("QUERY_IS_TOO_LARGE", `Request body is larger than the maximum of ${maxBytes} bytes`);
+
+/** The content type ClickHouse sends a format with. */
+function contentType(format: string | undefined): string {
+  if (format === undefined) return "text/plain; charset=UTF-8";
+  if (/^JSON/i.test(format)) return "application/json; charset=UTF-8";
+  if (/^CSV/i.test(format)) return `text/csv; charset=UTF-8; header=${/Names/i.test(format) ? "present" : "absent"}`;
+  if (/^(TSV|TabSeparated)/i.test(format)) return "text/tab-separated-values; charset=UTF-8";
+  if (/^XML$/i.test(format)) return "application/xml; charset=UTF-8";
+  if (
+    /^(Parquet|Arrow|ArrowStream|ORC|Avro|Native|RowBinary\w*|MsgPack|Protobuf\w*|CapnProto|BSONEachRow|Npy)$/i.test(
+      format,
+    )
+  ) {
+    return "application/octet-stream";
+  }
+  return "text/plain; charset=UTF-8";
+}

@@ -1,0 +1,219 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { send, startService, type TestQueryPort, type TestService } from "../helpers/service";
+
+// ClickHouse's HTTP interface on the query port, over real sockets, as raw HTTP clients see it.
+
+const embedded = !process.env.CLICKHOUSE_URL; // the port serves the embedded engine only
+const KEY = "key-1";
+let service: TestService;
+let port: TestQueryPort;
+
+beforeAll(async () => {
+  if (!embedded) return;
+  service = await startService({ PUBLIC_API_KEYS: KEY, QUERY_PORT: "0" });
+  port = service.query!;
+  const batch = Array.from({ length: 5 }, (_, i) => ({
+    event: i % 2 === 0 ? "$pageview" : "clicked",
+    distinct_id: `user-${i}`,
+    properties: { $session_id: "s1", n: i },
+  }));
+  expect((await send(service, { api_key: KEY, batch })).status).toBe(200);
+});
+afterAll(() => service?.stop());
+
+const post = (sql: string, search = "", init: RequestInit = {}) =>
+  port.fetch(`/${search}`, { method: "POST", body: sql, ...init });
+const get = (sql: string, search = "") => port.fetch(`/?query=${encodeURIComponent(sql)}${search}`);
+
+describe.skipIf(!embedded)("the query port's HTTP interface", () => {
+  test("/ping and / without a query answer Ok., without credentials; other paths are 404", async () => {
+    for (const path of ["/ping", "/", "/replicas_status"]) {
+      const response = await port.fetch(path, { auth: false });
+      expect([path, response.status, await response.text()]).toEqual([path, 200, "Ok.\n"]);
+    }
+    const missing = await port.fetch("/nope");
+    expect(missing.status).toBe(404);
+    expect(await missing.text()).toContain("There is no handle /nope");
+  });
+
+  test("a query by GET, by POST, and split between the query parameter and the body reads the service's events", async () => {
+    const sql = "SELECT event, count() FROM events GROUP BY event ORDER BY event";
+    const expected = "$pageview\t3\nclicked\t2\n";
+    expect(await (await get(sql)).text()).toBe(expected);
+    expect(await (await post(sql)).text()).toBe(expected);
+    const split = await post(
+      "GROUP BY event ORDER BY event",
+      `?query=${encodeURIComponent("SELECT event, count() FROM events")}`,
+    );
+    expect(await split.text()).toBe(expected);
+  });
+
+  test("the headers clients read: format, query id, summary, time zone, display name", async () => {
+    const response = await post("SELECT number FROM numbers(3) FORMAT JSONEachRow", "?query_id=my-query-1");
+    expect(response.status).toBe(200);
+    expect(response.headers.get("x-clickhouse-format")).toBe("JSONEachRow");
+    expect(response.headers.get("x-clickhouse-query-id")).toBe("my-query-1");
+    expect(response.headers.get("x-clickhouse-timezone")).toBeTruthy();
+    expect(response.headers.get("x-clickhouse-server-display-name")).toBe("test-host");
+    expect(response.headers.get("content-type")).toContain("application/json");
+    const summary = JSON.parse(response.headers.get("x-clickhouse-summary")!);
+    expect(summary).toMatchObject({ result_rows: "3", written_rows: "0" });
+    expect(await response.text()).toBe('{"number":0}\n{"number":1}\n{"number":2}\n');
+    // without a query id, one is made
+    expect((await post("SELECT 1")).headers.get("x-clickhouse-query-id")).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  test("database and default_format as parameters and as headers; a FORMAT clause wins", async () => {
+    expect(await (await post("SELECT currentDatabase()", "?database=system")).text()).toBe("system\n");
+    const headers = { "X-ClickHouse-Database": "system", "X-ClickHouse-Format": "CSV" };
+    expect(await (await post("SELECT currentDatabase(), 1", "", { headers })).text()).toBe('"system",1\n');
+    expect(await (await post("SELECT 1 AS x", "?default_format=JSONEachRow")).text()).toBe('{"x":1}\n');
+    const clause = await post("SELECT 1 AS x FORMAT CSVWithNames", "?default_format=JSON");
+    expect([clause.headers.get("x-clickhouse-format"), await clause.text()]).toEqual(["CSVWithNames", '"x"\n1\n']);
+  });
+
+  test("every output format the engine knows, binary ones included", async () => {
+    const bytes = async (format: string) =>
+      new Uint8Array(
+        await (await post(`SELECT number, toString(number) AS s FROM numbers(1000) FORMAT ${format}`)).arrayBuffer(),
+      );
+    const ascii = (data: Uint8Array, from: number, to: number) => new TextDecoder().decode(data.subarray(from, to));
+    const parquet = await bytes("Parquet");
+    expect([ascii(parquet, 0, 4), ascii(parquet, parquet.length - 4, parquet.length)]).toEqual(["PAR1", "PAR1"]);
+    const arrow = await bytes("Arrow");
+    expect(ascii(arrow, 0, 6)).toBe("ARROW1");
+    expect((await bytes("ArrowStream")).length).toBeGreaterThan(1000);
+    expect(ascii(await bytes("TabSeparatedWithNames"), 0, 9)).toBe("number\ts\n");
+    const json = JSON.parse(new TextDecoder().decode(await bytes("JSON")));
+    expect([json.rows, json.data[999]]).toEqual([1000, { number: 999, s: "999" }]);
+    const response = await post("SELECT 1 FORMAT Parquet");
+    expect(response.headers.get("content-type")).toBe("application/octet-stream");
+  });
+
+  test("settings as URL parameters apply to the query", async () => {
+    const quoted = await post(
+      "SELECT toUInt64(5) AS n FORMAT JSONEachRow",
+      "?output_format_json_quote_64bit_integers=1",
+    );
+    expect(await quoted.text()).toBe('{"n":"5"}\n');
+    const unquoted = await post(
+      "SELECT toUInt64(5) AS n FORMAT JSONEachRow",
+      "?output_format_json_quote_64bit_integers=0",
+    );
+    expect(await unquoted.text()).toBe('{"n":5}\n');
+    const unknown = await post("SELECT 1", "?no_such_setting=1");
+    expect([unknown.status, unknown.headers.get("x-clickhouse-exception-code")]).toEqual([404, "115"]);
+  });
+
+  test("param_ values for {name:Type}: strings with escapes, arrays, NULL, identifiers; a missing one is an error", async () => {
+    const search = new URLSearchParams({
+      param_s: "tab\\there, back\\\\slash, quote' and {braces}",
+      param_a: "['x','y\\'z']",
+      param_n: "\\N",
+      param_t: "events",
+      param_d: "2024-05-01 12:00:00",
+    });
+    const response = await post(
+      "SELECT {s:String} AS s, {a:Array(String)} AS a, {n:Nullable(UInt8)} AS n, (SELECT count() FROM {t:Identifier}) AS c, {d:DateTime} AS d, '{s:String}' AS literal FORMAT JSONEachRow",
+      `?${search}`,
+    );
+    expect(await response.json()).toEqual({
+      s: "tab\there, back\\slash, quote' and {braces}",
+      a: ["x", "y'z"],
+      n: null,
+      c: 5,
+      d: "2024-05-01 12:00:00",
+      literal: "{s:String}",
+    });
+    const missing = await post("SELECT {x:UInt8}");
+    expect([missing.status, await missing.text()]).toEqual([
+      500,
+      "Code: 456. DB::Exception: Substitution `x` is not set. (UNKNOWN_QUERY_PARAMETER)\n",
+    ]);
+  });
+
+  test("errors as ClickHouse sends them: its text, its code in a header, its status", async () => {
+    const cases = [
+      ["SELECT * FROM no_such_table", 404, "60", "UNKNOWN_TABLE"],
+      ["SELEC 1", 400, "62", "SYNTAX_ERROR"],
+      ["SELECT no_such_function()", 404, "46", "UNKNOWN_FUNCTION"],
+      ["SELECT 1; SELECT 2", 400, "62", "SYNTAX_ERROR"],
+    ] as const;
+    for (const [sql, status, code, name] of cases) {
+      const response = await post(sql);
+      const text = await response.text();
+      expect([sql, response.status, response.headers.get("x-clickhouse-exception-code")]).toEqual([sql, status, code]);
+      expect(text).toStartWith(`Code: ${code}. DB::Exception: `);
+      expect(text).toEndWith(`(${name})\n`);
+      expect(text).not.toContain("formatQuery"); // the port's own wrapping is not shown
+    }
+  });
+
+  test("results stream as the engine produces them, in several chunks", async () => {
+    const response = await post("SELECT number FROM numbers(2000000)");
+    let chunks = 0;
+    let bytes = 0;
+    for await (const chunk of response.body!) {
+      chunks++;
+      bytes += chunk.byteLength;
+    }
+    expect(chunks).toBeGreaterThan(1);
+    let expected = 0; // the numbers' digits and a line break each
+    for (let n = 0; n < 2_000_000; n++) expected += String(n).length + 1;
+    expect(bytes).toBe(expected);
+  });
+
+  test("an error after the first bytes ends the body with ClickHouse's text; wait_end_of_query gives it its status", async () => {
+    const sql = "SELECT throwIf(number = 1500000) FROM numbers(3000000)";
+    const streamed = await post(sql);
+    expect(streamed.status).toBe(200);
+    const text = await streamed.text();
+    expect(text).toStartWith("0\n");
+    expect(text.trimEnd().split("\n").at(-1)).toMatch(
+      /^Code: 395\. DB::Exception: .*\(FUNCTION_THROW_IF_VALUE_IS_NON_ZERO\)/,
+    );
+    const waited = await post(sql, "?wait_end_of_query=1");
+    expect([waited.status, waited.headers.get("x-clickhouse-exception-code")]).toEqual([500, "395"]);
+    const complete = await post("SELECT number FROM numbers(10)", "?wait_end_of_query=1");
+    expect(JSON.parse(complete.headers.get("x-clickhouse-summary")!).result_rows).toBe("10");
+  });
+
+  test("gzip: a compressed response when asked (enable_http_compression and Accept-Encoding), and compressed bodies", async () => {
+    const sql = "SELECT number FROM numbers(100000)";
+    const plain = await post(sql, "", { headers: { "Accept-Encoding": "gzip" } });
+    expect(plain.headers.get("content-encoding")).toBeNull();
+    const raw = await post(sql, "?enable_http_compression=1", {
+      headers: { "Accept-Encoding": "gzip" },
+      decompress: false,
+    } as RequestInit);
+    expect(raw.headers.get("content-encoding")).toBe("gzip");
+    const body = new Uint8Array(await raw.arrayBuffer());
+    expect(body.length).toBeLessThan(588_890 / 2); // the text of 100,000 numbers, about a third of it compressed
+    expect(new TextDecoder().decode(Bun.gunzipSync(body)).split("\n").length).toBe(100_001);
+    const gzipped = await post("", "", { body: Bun.gzipSync("SELECT 42"), headers: { "Content-Encoding": "gzip" } });
+    expect(await gzipped.text()).toBe("42\n");
+    const unknown = await post("", "", { body: "SELECT 1", headers: { "Content-Encoding": "snappy" } });
+    expect(unknown.headers.get("x-clickhouse-exception-code")).toBe("271");
+  });
+
+  test("a named session keeps its database between requests, one request at a time", async () => {
+    const session = `?session_id=s-${crypto.randomUUID()}`;
+    expect((await post("USE system", session)).status).toBe(200);
+    expect(await (await post("SELECT currentDatabase()", session)).text()).toBe("system\n");
+    expect(await (await post("SELECT currentDatabase()")).text()).not.toBe("system\n"); // other requests unaffected
+    const [slow, locked] = await Promise.all([
+      post("SELECT sleep(1)", session),
+      Bun.sleep(200).then(() => post("SELECT 1", session)),
+    ]);
+    expect([slow.status, await slow.text()]).toEqual([200, "0\n"]); // the session is busy until its result is read
+    expect(locked.headers.get("x-clickhouse-exception-code")).toBe("373"); // SESSION_IS_LOCKED
+    const other = await post("SELECT 1", `${session}&output_format_json_quote_64bit_integers=0`);
+    expect(other.headers.get("x-clickhouse-exception-code")).toBe("164"); // it keeps the settings it was opened with
+    expect(await (await post("SELECT 1", `${session}&close_session=1`)).text()).toBe("1\n");
+    const checked = await post("SELECT 1", `${session}&session_check=1`);
+    expect(checked.headers.get("x-clickhouse-exception-code")).toBe("372"); // SESSION_NOT_FOUND once closed
+    expect(
+      (await post("SELECT 1", "?session_id=x&session_timeout=99999")).headers.get("x-clickhouse-exception-code"),
+    ).toBe("374");
+  });
+});

@@ -212,3 +212,41 @@ describe("redacted", () => {
     });
   });
 });
+
+describe("the query port's settings", () => {
+  test("off by default; QUERY_PORT needs a password, serves the embedded engine only, and takes a port of its own", () => {
+    expect(loadConfig({}).queryPort).toBeUndefined();
+    expect(loadConfig({ QUERY_PORT: "8123", QUERY_PASSWORD: "pw" })).toMatchObject({
+      queryPort: 8123,
+      queryUser: "default",
+      queryReadonly: true,
+      queryTimeoutS: 30,
+      queryConcurrency: 2,
+    });
+    expect(() => loadConfig({ QUERY_PORT: "8123" })).toThrow("QUERY_PORT needs QUERY_PASSWORD");
+    expect(() => loadConfig({ QUERY_PORT: "8123", QUERY_PASSWORD: "pw", CLICKHOUSE_URL: "http://ch:8123" })).toThrow(
+      "QUERY_PORT serves the embedded engine; with CLICKHOUSE_URL, query the server's own HTTP interface instead",
+    );
+    expect(() => loadConfig({ QUERY_PORT: "8000", QUERY_PASSWORD: "pw" })).toThrow("must differ");
+    expect(loadConfig({ QUERY_PORT: "0", METRICS_PORT: "0", PORT: "0", QUERY_PASSWORD: "pw" }).queryPort).toBe(0);
+  });
+
+  test("QUERY_READONLY is 0 or 1; the limits are positive", () => {
+    expect(loadConfig({ QUERY_READONLY: "0" }).queryReadonly).toBe(false);
+    for (const [name, value] of [
+      ["QUERY_READONLY", "yes"],
+      ["QUERY_TIMEOUT_S", "0"],
+      ["QUERY_CONCURRENCY", "-1"],
+      ["QUERY_MAX_MEMORY_MIB", "lots"],
+      ["QUERY_MAX_THREADS", "0"],
+    ] as const) {
+      expect(() => loadConfig({ [name]: value })).toThrow(name);
+    }
+  });
+
+  test("the query password is never logged", () => {
+    const logged = JSON.stringify(redacted(loadConfig({ QUERY_PORT: "8123", QUERY_PASSWORD: "hunter2-query" })));
+    expect(logged).not.toContain("hunter2-query");
+    expect(logged).toContain('"queryPort":8123');
+  });
+});

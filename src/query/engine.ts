@@ -2,7 +2,7 @@ import type { Session } from "chdb";
 import type { Config } from "../config";
 import { prepareEmbeddedEngine } from "../storage/embedded/unpack";
 import { literal } from "../storage/sql";
-import { bindParams } from "./bind";
+import { bindParams, unescapeText } from "./bind";
 import { QueryError } from "./errors";
 import { checkSettings, limitSettings, type QueryLimits, type SessionParams } from "./params";
 import { type Access, type AstNode, checkStatement, functionName, parseAst } from "./policy";
@@ -266,7 +266,9 @@ async function inspect(
   let printed = await print(session, text);
   if (printed.formatted.includes("{")) printed = await print(session, bindParams(printed.formatted, params));
   const { line, formatted } = printed;
-  if (/[\r\n]/.test(line)) throw QueryError.of("SYNTAX_ERROR", "Identifiers with line breaks are not accepted here");
+  if (hasLineBreakInIdentifier(line)) {
+    throw QueryError.of("SYNTAX_ERROR", "Identifiers with line breaks are not accepted here");
+  }
   const ast = parseAst((await session.queryAsync(`EXPLAIN AST ${formatted}`, { format: "TSVRaw" })).text());
   checkStatement(ast, formatted, access);
   const format = /^FORMAT (\S+)$/m.exec(formatted)?.[1];
@@ -274,6 +276,18 @@ async function inspect(
   const insertFormat = /^INSERT INTO [^\n]* FORMAT (\w+)$/.exec(formatted)?.[1];
   const insert = insertFormat === undefined ? undefined : insertTarget(ast, insertFormat);
   return { statement: ast.type, formatted, format: undefined, insert };
+}
+
+/**
+ * Whether a quoted identifier in the single-line print holds a line break. The print escapes it (as it does in
+ * string literals), but `EXPLAIN AST` prints identifiers and aliases as they are, and one would start a line that
+ * reads as a node of its own.
+ */
+function hasLineBreakInIdentifier(line: string): boolean {
+  for (const [token] of line.matchAll(/'(?:[^'\\]|\\[\s\S])*'|`(?:[^`\\]|\\[\s\S])*`/g)) {
+    if (token.startsWith("`") && /[\r\n]/.test(unescapeText(token.slice(1, -1)))) return true;
+  }
+  return /[\r\n]/.test(line);
 }
 
 /** The statement as the engine prints it: on one line, and formatted (a clause a line). */

@@ -1,0 +1,135 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { type ClickHouseClient, ClickHouseError, ClickHouseLogLevel, createClient } from "@clickhouse/client";
+import { send, startService, type TestService } from "../helpers/service";
+
+// The official @clickhouse/client, unmodified, against the query port: what a dashboard or script would do.
+
+const embedded = !process.env.CLICKHOUSE_URL;
+const KEY = "key-1";
+
+describe.skipIf(!embedded)("@clickhouse/client against the query port", () => {
+  let service: TestService;
+  let client: ClickHouseClient;
+
+  beforeAll(async () => {
+    service = await startService({ PUBLIC_API_KEYS: KEY, QUERY_PORT: "0", QUERY_READONLY: "0" });
+    client = createClient({
+      url: service.query!.url,
+      username: "default",
+      password: "test-password",
+      compression: { request: true, response: true },
+      log: { level: ClickHouseLogLevel.OFF }, // the errors below are expected
+    });
+    const batch = Array.from({ length: 20 }, (_, i) => ({ event: "signed_up", distinct_id: `user-${i}` }));
+    expect((await send(service, { api_key: KEY, batch })).status).toBe(200);
+  });
+  afterAll(async () => {
+    await client.close();
+    await service.stop();
+  });
+
+  test("ping", async () => {
+    expect(await client.ping()).toEqual({ success: true });
+  });
+
+  test("query: the service's events as JSON rows, with compressed requests and responses", async () => {
+    const result = await client.query({
+      query: "SELECT event, count() AS n FROM events GROUP BY event",
+      format: "JSONEachRow",
+    });
+    expect(await result.json()).toEqual([{ event: "signed_up", n: 20 }]);
+    expect(result.query_id).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  test("query_params bind typed values, strings with quotes and escapes included", async () => {
+    const result = await client.query({
+      query:
+        "SELECT count() AS n, {quote:String} AS s, {ids:Array(String)} AS ids FROM events WHERE distinct_id IN {ids:Array(String)}",
+      query_params: { ids: ["user-1", "user-2", "nobody"], quote: "it's a \\ \t test" },
+      format: "JSONEachRow",
+    });
+    expect(await result.json()).toEqual([{ n: 2, s: "it's a \\ \t test", ids: ["user-1", "user-2", "nobody"] }]);
+  });
+
+  test("stream: a large result arrives row by row", async () => {
+    const result = await client.query({ query: "SELECT number FROM numbers(300000)", format: "JSONCompactEachRow" });
+    let rows = 0;
+    let last: unknown;
+    for await (const batch of result.stream()) {
+      for (const row of batch) {
+        rows++;
+        last = row.json();
+      }
+    }
+    expect([rows, last]).toEqual([300_000, [299_999]]);
+  });
+
+  test("errors are the client's ClickHouseError with ClickHouse's code and type", async () => {
+    const cases = [
+      ["SELECT * FROM no_such_table", "60", "UNKNOWN_TABLE"],
+      ["SELECT file('/etc/passwd')", "497", "ACCESS_DENIED"],
+      ["SELEC 1", "62", "SYNTAX_ERROR"],
+    ] as const;
+    for (const [query, code, type] of cases) {
+      const error = await client.query({ query }).then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
+      expect(error).toBeInstanceOf(ClickHouseError);
+      expect([query, (error as ClickHouseError).code, (error as ClickHouseError).type]).toEqual([query, code, type]);
+    }
+    const wrong = createClient({
+      url: service.query!.url,
+      username: "default",
+      password: "wrong",
+      log: { level: ClickHouseLogLevel.OFF },
+    });
+    try {
+      const error = await wrong.query({ query: "SELECT 1" }).catch((caught: unknown) => caught);
+      expect((error as ClickHouseError).type).toBe("AUTHENTICATION_FAILED");
+    } finally {
+      await wrong.close();
+    }
+  });
+
+  test("with writes allowed: command creates a table, insert fills it, and both report what they did", async () => {
+    await client.command({ query: "CREATE TABLE scores (who String, score UInt32) ENGINE = MergeTree ORDER BY who" });
+    const inserted = await client.insert({
+      table: "scores",
+      values: [
+        { who: "a", score: 3 },
+        { who: "b", score: 5 },
+      ],
+      format: "JSONEachRow",
+    });
+    expect(inserted.executed).toBe(true);
+    expect(inserted.summary?.written_rows).toBe("2");
+    const result = await client.query({ query: "SELECT sum(score) AS total FROM scores", format: "JSONEachRow" });
+    expect(await result.json()).toEqual([{ total: 8 }]);
+    await client.command({ query: "DROP TABLE scores" });
+  });
+});
+
+describe.skipIf(!embedded)("ingest first", () => {
+  test("a long query on the port never holds up ingest: a batch is stored while the query still runs", async () => {
+    const service = await startService({ PUBLIC_API_KEYS: KEY, QUERY_PORT: "0", QUERY_TIMEOUT_S: "10" });
+    try {
+      const order: string[] = [];
+      // two seconds of sleeping, a row at a time
+      const query = service
+        .query!.fetch("/?max_block_size=1", { method: "POST", body: "SELECT sum(sleepEachRow(0.5)) FROM numbers(4)" })
+        .then(async (response) => {
+          expect([response.status, await response.text()]).toEqual([200, "0\n"]);
+          order.push("query answered");
+        });
+      await Bun.sleep(300); // the query is running
+      const batch = [{ event: "during_query", distinct_id: "user-x" }];
+      expect((await send(service, { api_key: KEY, batch })).status).toBe(200);
+      order.push("batch stored");
+      await query;
+      expect(order).toEqual(["batch stored", "query answered"]);
+    } finally {
+      await service.stop();
+    }
+  });
+});

@@ -1,0 +1,333 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { scratchDir } from "../helpers/scratch";
+import { send, startService, type TestQueryPort, type TestService } from "../helpers/service";
+
+// The query port runs in the service's process, with its rights: what an attacker with the password (or without
+// it) might try, and what must hold afterwards. Each refusal is checked for ClickHouse's code, and afterwards
+// that nothing changed: no row, no table, no file, no connection.
+
+const embedded = !process.env.CLICKHOUSE_URL;
+const KEY = "key-1";
+
+/** A loopback HTTP server and a raw TCP listener that count every connection they get. */
+function listeners() {
+  const hits = { http: 0, tcp: 0 };
+  const http = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch: () => {
+      hits.http++;
+      return new Response("a,b\n1,2\n");
+    },
+  });
+  const tcp = Bun.listen({
+    hostname: "127.0.0.1",
+    port: 0,
+    socket: {
+      open: (socket) => {
+        hits.tcp++;
+        socket.end();
+      },
+      data: () => {},
+    },
+  });
+  return {
+    hits,
+    httpUrl: `http://127.0.0.1:${http.port}/data.csv`,
+    tcpAddress: `127.0.0.1:${tcp.port}`,
+    stop: () => {
+      http.stop(true);
+      tcp.stop(true);
+    },
+  };
+}
+
+/** Every way to reach outside the engine's own tables this suite tries, with the code each must be refused with. */
+function hostile(out: ReturnType<typeof listeners>, outFile: string): [string, string][] {
+  const { httpUrl, tcpAddress } = out;
+  return [
+    // files
+    ["SELECT * FROM file('/etc/passwd', 'LineAsString')", "497"],
+    ["SELECT file('/etc/passwd')", "497"],
+    ["SELECT FILE('/etc/passwd')", "497"],
+    ["SELECT `file`('/etc/passwd')", "497"],
+    ["SELECT length(file('/etc/passwd')) > 0", "497"],
+    ["WITH (SELECT file('/etc/passwd')) AS f SELECT f", "497"],
+    ["SELECT * FROM (SELECT * FROM file('/etc/passwd', 'LineAsString'))", "497"],
+    ["SELECT 1 UNION ALL SELECT count() FROM file('/etc/passwd', 'LineAsString')", "497"],
+    ["SELECT * FROM numbers(1) AS a JOIN file('/etc/passwd', 'LineAsString') AS b ON 1", "497"],
+    ["SELECT * FROM view(SELECT * FROM file('/etc/passwd', 'LineAsString'))", "497"],
+    ["DESCRIBE file('/etc/passwd', 'LineAsString')", "497"],
+    ["EXPLAIN SELECT * FROM file('/etc/passwd', 'LineAsString')", "497"],
+    ["SELECT * FROM file('/etc/passwd', 'LineAsString') SETTINGS readonly = 0", "164"],
+    ["SELECT catboostEvaluate('/etc/passwd', 1)", "497"],
+    ["SELECT dictGet('d', 'a', 1)", "497"],
+    ["SELECT * FROM dictionary('d')", "497"],
+    [`SELECT 1 INTO OUTFILE '${outFile}'`, "497"],
+    [`SELECT 1 INTO OUTFILE '${outFile}' FORMAT CSV`, "497"],
+    // other servers, programs, and loopback ports
+    [`SELECT * FROM url('${httpUrl}', 'CSV')`, "497"],
+    [`SELECT * FROM URL('${httpUrl}', 'CSV')`, "497"],
+    [`SELECT * FROM remote('${tcpAddress}', system.one)`, "497"],
+    [`SELECT * FROM remoteSecure('${tcpAddress}', system.one)`, "497"],
+    [`SELECT * FROM mysql('${tcpAddress}', 'db', 't', 'u', 'p')`, "497"],
+    [`SELECT * FROM postgresql('${tcpAddress}', 'db', 't', 'u', 'p')`, "497"],
+    [`SELECT * FROM s3('${httpUrl}', 'CSV')`, "497"],
+    ["SELECT * FROM executable('cat /etc/passwd', 'LineAsString', 'line String')", "497"],
+    ["SELECT * FROM input('a UInt8')", "497"],
+    ["SELECT * FROM cluster('default', system.one)", "497"],
+    // writes, DDL and the engine's own controls
+    ["INSERT INTO events SELECT * FROM events", "164"],
+    ["INSERT INTO FUNCTION file('/tmp/x.csv', 'CSV', 'a UInt8') VALUES (1)", "164"],
+    ["CREATE TABLE t (a UInt8) ENGINE = Memory", "164"],
+    ["CREATE TABLE f (a UInt8) ENGINE = File(CSV)", "164"],
+    [
+      "CREATE DICTIONARY d (a UInt8) PRIMARY KEY a SOURCE(FILE(path '/etc/passwd' format 'CSV')) LAYOUT(FLAT()) LIFETIME(0)",
+      "164",
+    ],
+    ["ALTER TABLE events DELETE WHERE 1", "164"],
+    ["DROP TABLE events", "164"],
+    ["TRUNCATE TABLE events", "164"],
+    ["RENAME TABLE events TO gone", "164"],
+    ["OPTIMIZE TABLE events FINAL", "164"],
+    ["DELETE FROM events WHERE 1", "164"],
+    ["SYSTEM STOP MERGES", "164"],
+    ["SYSTEM SHUTDOWN", "164"],
+    ["KILL QUERY WHERE 1", "164"],
+    ["BACKUP TABLE events TO File('/tmp/b')", "164"],
+    ["ATTACH TABLE x FROM '/etc' (a UInt8) ENGINE = MergeTree ORDER BY a", "164"],
+    ["DETACH TABLE events", "164"],
+    ["CREATE FUNCTION f AS (x) -> x", "164"],
+    ["GRANT ALL ON *.* TO default", "164"],
+    // settings: raising limits, leaving read-only
+    ["SET readonly = 0", "164"],
+    ["SET max_execution_time = 1000", "164"],
+    ["SELECT 1 SETTINGS readonly = 0", "164"],
+    ["SELECT 1 SETTINGS max_execution_time = 100000", "164"],
+    ["SELECT 1 SETTINGS max_memory_usage = 0", "164"],
+    ["SELECT * FROM (SELECT 1 SETTINGS max_threads = 100)", "164"],
+    // more than one statement, and syntax tricks
+    ["SELECT 1; DROP TABLE events", "62"],
+    ["SELECT 1; SELECT file('/etc/passwd')", "62"],
+    ["SELECT 1 AS `a\n Function file`", "62"],
+    ['SELECT 1 AS "a\r\n  Function file"', "62"],
+    ["SELECT 1 AS `a\\n Function file`", "62"],
+    ["SELECT * FROM url('http://127.0.0.1:1/', CSV) AS `y\nTableExpression`", "62"],
+  ];
+}
+
+describe.skipIf(!embedded)("the query port, read-only", () => {
+  let service: TestService;
+  let port: TestQueryPort;
+  let out: ReturnType<typeof listeners>;
+  const outFile = join(scratchDir("ingest-outfile-"), "out.csv");
+  const post = (sql: string, search = "") => port.fetch(`/${search}`, { method: "POST", body: sql });
+
+  beforeAll(async () => {
+    service = await startService({ PUBLIC_API_KEYS: KEY, QUERY_PORT: "0" });
+    port = service.query!;
+    out = listeners();
+    const batch = [{ event: "kept", distinct_id: "user-1" }];
+    expect((await send(service, { api_key: KEY, batch })).status).toBe(200);
+  });
+  afterAll(async () => {
+    out.stop();
+    await service.stop();
+  });
+
+  const tables = async () =>
+    await (
+      await post(
+        "SELECT database || '.' || name FROM system.tables WHERE database NOT IN ('system', 'INFORMATION_SCHEMA', 'information_schema') ORDER BY 1",
+      )
+    ).text();
+
+  test("every hostile query is refused with ClickHouse's code, and nothing changed: rows, tables, files, connections", async () => {
+    const before = await tables();
+    const refused: string[] = [];
+    for (const [sql, code] of hostile(out, outFile)) {
+      const response = await post(sql);
+      const text = await response.text();
+      if (response.headers.get("x-clickhouse-exception-code") !== code || !text.startsWith(`Code: ${code}.`)) {
+        refused.push(`${sql} → ${response.status} ${text.slice(0, 160)}`);
+      }
+      expect(text).not.toContain("root:"); // nothing of /etc/passwd, ever
+    }
+    expect(refused).toEqual([]);
+    expect(await tables()).toBe(before);
+    expect(await (await post("SELECT event, count() FROM events GROUP BY event")).text()).toBe("kept\t1\n");
+    expect(existsSync(outFile)).toBe(false);
+    expect(out.hits).toEqual({ http: 0, tcp: 0 });
+  });
+
+  test("a backslash and an n in an identifier are no line break", async () => {
+    const response = await post("SELECT 1 AS `a\\\\n b` FORMAT JSONEachRow"); // an escaped backslash, then n
+    expect(await response.json()).toEqual({ "a\\n b": 1 });
+  });
+
+  test("GET is read-only too", async () => {
+    const response = await port.fetch(`/?query=${encodeURIComponent("DROP TABLE events")}`);
+    expect(response.headers.get("x-clickhouse-exception-code")).toBe("164");
+  });
+
+  test("URL settings cannot raise a limit, remove one, or leave read-only; lowering is fine", async () => {
+    const refused = [
+      "readonly=0",
+      "readonly=2",
+      "max_execution_time=1000",
+      "max_execution_time=0",
+      "max_memory_usage=0",
+      "max_memory_usage=99999999999999",
+      "max_result_bytes=0",
+      "max_threads=1000",
+      "allow_ddl=1",
+      "allow_introspection_functions=1",
+      "format_schema=/etc/passwd",
+      "output_format_schema=/tmp/schema.proto",
+      "format_template_row=/etc/passwd",
+      "timeout_overflow_mode=whatever",
+    ];
+    for (const setting of refused) {
+      const response = await post("SELECT 1", `?${setting}`);
+      expect([setting, response.headers.get("x-clickhouse-exception-code")]).toEqual([setting, "164"]);
+    }
+    for (const setting of ["readonly=1", "max_execution_time=5", "max_threads=1", "max_result_rows=10"]) {
+      const response = await post("SELECT 1", `?${setting}`);
+      expect([setting, response.status]).toEqual([setting, 200]);
+    }
+  });
+
+  test("the limits hold: a query past QUERY_TIMEOUT_S, QUERY_MAX_MEMORY_MIB or QUERY_MAX_RESULT_MIB fails with ClickHouse's error", async () => {
+    const limited = await startService({
+      QUERY_PORT: "0",
+      QUERY_TIMEOUT_S: "1",
+      QUERY_MAX_MEMORY_MIB: "50",
+      QUERY_MAX_RESULT_MIB: "1",
+    });
+    const query = (sql: string) => limited.query!.fetch("/?wait_end_of_query=1", { method: "POST", body: sql });
+    try {
+      const slow = await query("SELECT count() FROM numbers(100000000000)");
+      expect([slow.status, slow.headers.get("x-clickhouse-exception-code")]).toEqual([408, "159"]); // TIMEOUT_EXCEEDED
+      const large = await query("SELECT groupArray(number) FROM numbers(50000000)");
+      expect(large.headers.get("x-clickhouse-exception-code")).toBe("241"); // MEMORY_LIMIT_EXCEEDED
+      const wide = await query("SELECT number FROM numbers(10000000)");
+      expect(wide.headers.get("x-clickhouse-exception-code")).toBe("396"); // TOO_MANY_ROWS_OR_BYTES
+    } finally {
+      await limited.stop();
+    }
+  });
+});
+
+describe.skipIf(!embedded)("authentication", () => {
+  let service: TestService;
+  beforeAll(async () => {
+    service = await startService({ QUERY_PORT: "0", QUERY_USER: "analyst", QUERY_PASSWORD: "s3cret" });
+  });
+  afterAll(() => service.stop());
+
+  const query = (init: RequestInit, search = "") =>
+    service.query!.fetch(`/${search}`, { method: "POST", body: "SELECT 1", auth: false, ...init });
+  const basic = (user: string, password: string) => ({ authorization: `Basic ${btoa(`${user}:${password}`)}` });
+
+  test("basic auth, X-ClickHouse-User/Key and user/password parameters each let the right credentials in", async () => {
+    for (const response of [
+      await query({ headers: basic("analyst", "s3cret") }),
+      await query({ headers: { "X-ClickHouse-User": "analyst", "X-ClickHouse-Key": "s3cret" } }),
+      await query({}, "?user=analyst&password=s3cret"),
+    ]) {
+      expect([response.status, await response.text()]).toEqual([200, "1\n"]);
+    }
+  });
+
+  test("anything else is ClickHouse's authentication error, which does not tell the user from the password; it is logged without the password", async () => {
+    const attempts: RequestInit[] = [
+      {},
+      { headers: basic("analyst", "wrong") },
+      { headers: basic("default", "s3cret") },
+      { headers: basic("analyst", "") },
+      { headers: basic("analyst", "s3cret ") },
+      { headers: { authorization: "Bearer s3cret" } },
+      { headers: { "X-ClickHouse-User": "analyst" } },
+      { headers: { ...basic("analyst", "s3cret"), "X-ClickHouse-Key": "s3cret" } }, // two ways at once
+    ];
+    for (const init of attempts) {
+      const response = await query(init);
+      expect([response.status, response.headers.get("x-clickhouse-exception-code")]).toEqual([403, "516"]);
+      expect(await response.text()).toContain("(AUTHENTICATION_FAILED)");
+    }
+    const denied = service.query!.answers.filter((answer) => answer.outcome === "unauthenticated");
+    expect(denied.length).toBe(attempts.length);
+    expect(JSON.stringify(denied)).not.toContain("s3cret");
+  });
+});
+
+describe.skipIf(!embedded)("the query port with writes allowed (QUERY_READONLY=0)", () => {
+  let service: TestService;
+  let out: ReturnType<typeof listeners>;
+  beforeAll(async () => {
+    service = await startService({ QUERY_PORT: "0", QUERY_READONLY: "0" });
+    out = listeners();
+  });
+  afterAll(async () => {
+    out.stop();
+    await service.stop();
+  });
+  const post = (sql: string, search = "", body?: string) =>
+    service.query!.fetch(`/${search}`, { method: "POST", body: body ?? sql });
+
+  test("a POST creates a table, inserts into it (data in the body), alters, reads and drops it", async () => {
+    expect((await post("CREATE TABLE notes (id UInt32, text String) ENGINE = MergeTree ORDER BY id")).status).toBe(200);
+    const inserted = await post(
+      "",
+      `?query=${encodeURIComponent("INSERT INTO notes FORMAT JSONEachRow")}`,
+      '{"id":1,"text":"a"}\n{"id":2,"text":"b"}\n',
+    );
+    expect(inserted.status).toBe(200);
+    expect(JSON.parse(inserted.headers.get("x-clickhouse-summary")!).written_rows).toBe("2");
+    expect((await post("ALTER TABLE notes ADD COLUMN extra UInt8")).status).toBe(200);
+    expect(await (await post("SELECT id, text, extra FROM notes ORDER BY id")).text()).toBe("1\ta\t0\n2\tb\t0\n");
+    expect((await post("DROP TABLE notes")).status).toBe(200);
+  });
+
+  test("what reaches outside stays refused: files, URLs, remote servers, outside engines, dictionaries, SYSTEM, KILL, SET", async () => {
+    const refused: [string, string][] = [
+      ["CREATE TABLE f (a UInt8) ENGINE = File(CSV)", "497"],
+      [`CREATE TABLE u (a String) ENGINE = URL('${out.httpUrl}', CSV)`, "497"],
+      ["CREATE TABLE d (a UInt8) ENGINE = Distributed('default', 'system', 'one')", "497"],
+      ["CREATE DATABASE m ENGINE = MySQL('127.0.0.1:1', 'db', 'u', 'p')", "497"],
+      ["CREATE TABLE x AS file('/etc/passwd', 'LineAsString')", "497"],
+      [`CREATE VIEW v AS SELECT * FROM url('${out.httpUrl}', CSV)`, "497"],
+      ["INSERT INTO FUNCTION file('/tmp/ingest-x.csv', 'CSV', 'a UInt8') VALUES (1)", "497"],
+      [
+        "CREATE DICTIONARY dd (a UInt8) PRIMARY KEY a SOURCE(FILE(path '/etc/passwd' format 'CSV')) LAYOUT(FLAT()) LIFETIME(0)",
+        "497",
+      ],
+      ["ALTER TABLE events FREEZE", "497"],
+      ["SYSTEM STOP MERGES", "164"],
+      ["KILL QUERY WHERE 1", "164"],
+      ["SET max_execution_time = 1000", "164"],
+      ["ATTACH TABLE x FROM '/etc' (a UInt8) ENGINE = MergeTree ORDER BY a", "164"],
+      ["BACKUP TABLE events TO File('/tmp/b')", "164"],
+      [`SELECT * FROM url('${out.httpUrl}', CSV)`, "497"],
+      ["SELECT file('/etc/passwd')", "497"],
+    ];
+    const wrong: string[] = [];
+    for (const [sql, code] of refused) {
+      const response = await post(sql);
+      const text = await response.text();
+      if (response.headers.get("x-clickhouse-exception-code") !== code) wrong.push(`${sql} → ${text.slice(0, 160)}`);
+    }
+    expect(wrong).toEqual([]);
+    expect(out.hits).toEqual({ http: 0, tcp: 0 });
+    expect(existsSync("/tmp/ingest-x.csv")).toBe(false);
+  });
+
+  test("a GET still cannot write", async () => {
+    const response = await service.query!.fetch(
+      `/?query=${encodeURIComponent("CREATE TABLE g (a UInt8) ENGINE = Memory")}`,
+    );
+    expect(response.headers.get("x-clickhouse-exception-code")).toBe("164");
+  });
+});

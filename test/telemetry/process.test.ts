@@ -157,3 +157,67 @@ test("a restarted service fills its identity caches from the tables, and says wh
     embedded ? expect.objectContaining({ links: 3, complete: false }) : undefined,
   );
 }, 30_000);
+
+test.skipIf(Boolean(process.env.CLICKHOUSE_URL))(
+  "the query port: a log line per query without its text or result, and its metrics by outcome",
+  async () => {
+    const env = processEnv({ METRICS_PORT: "0", QUERY_PORT: "0", QUERY_PASSWORD: "query-pw-secret" });
+    const service = await startProcess(env);
+    const started = JSON.parse(
+      service
+        .output()
+        .split("\n")
+        .find((line) => line.includes('"started"'))!,
+    );
+    const query = (sql: string, password = "query-pw-secret") =>
+      fetch(started.query, {
+        method: "POST",
+        body: sql,
+        headers: { authorization: `Basic ${btoa(`default:${password}`)}` },
+      }).then((response) => response.text());
+    try {
+      expect(await query(`SELECT '${MARKER}', number FROM numbers(3)`)).toContain(MARKER);
+      await query(`SELECT '${MARKER}' FROM no_such_table`);
+      await query(`SELECT file('/etc/${MARKER}')`);
+      await query("SELECT 1", "wrong-password");
+      const metrics = parseMetrics(await (await fetch(started.metrics)).text());
+      expect(metrics).toMatchObject({
+        'ingest_queries_total{outcome="ok"}': 1,
+        'ingest_queries_total{outcome="failed"}': 1,
+        'ingest_queries_total{outcome="refused"}': 1,
+        'ingest_queries_total{outcome="unauthenticated"}': 1,
+        ingest_query_duration_seconds_count: 4,
+        ingest_query_result_rows_total: 3,
+        ingest_queries_running: 0,
+      });
+    } finally {
+      service.child.kill("SIGTERM");
+    }
+    expect(await service.child.exited).toBe(0);
+    const entries = service
+      .output()
+      .split("\n")
+      .filter((line) => line !== "")
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    const queries = entries.filter((entry) => String(entry.msg).startsWith("query"));
+    expect(
+      queries.map(({ level, msg, outcome, error, resultRows }) => ({ level, msg, outcome, error, resultRows })),
+    ).toEqual([
+      { level: "info", msg: "query", outcome: "ok", error: undefined, resultRows: 3 },
+      { level: "info", msg: "query", outcome: "failed", error: "UNKNOWN_TABLE", resultRows: 0 },
+      { level: "info", msg: "query", outcome: "refused", error: "ACCESS_DENIED", resultRows: 0 },
+      {
+        level: "warn",
+        msg: "query refused: authentication failed",
+        outcome: "unauthenticated",
+        error: "AUTHENTICATION_FAILED",
+        resultRows: 0,
+      },
+    ]);
+    for (const entry of queries)
+      expect(entry).toMatchObject({ user: "default", seconds: expect.any(Number), queryId: expect.any(String) });
+    expect(service.output()).not.toContain(MARKER); // neither the query's text nor its result
+    expect(service.output()).not.toContain("query-pw-secret");
+  },
+  30_000,
+);

@@ -68,8 +68,19 @@ test("on the embedded engine: first start unpacks it once, later starts reuse it
   first.child.kill("SIGTERM");
   expect(await first.child.exited).toBe(0);
 
-  const warm = await run({ ...env, CLICKHOUSE_DATABASE: database });
+  // the query port and `ingest query` run inside the executable too
+  const warm = await run({ ...env, CLICKHOUSE_DATABASE: database, QUERY_PORT: "0", QUERY_PASSWORD: "pw" });
   const warmRss = Math.round(rssMiB(warm.child.pid));
+  const queryUrl = JSON.parse(
+    warm
+      .output()
+      .split("\n")
+      .find((line) => line.includes('"msg":"started"'))!,
+  ).query;
+  const asked = Bun.spawnSync([binary, "query", "SELECT event FROM events"], {
+    env: { QUERY_URL: queryUrl, QUERY_PASSWORD: "pw", CLICKHOUSE_DATABASE: database },
+  });
+  expect([asked.exitCode, asked.stdout.toString()]).toEqual([0, "from_binary\n"]);
   warm.child.kill("SIGTERM");
   expect(await warm.child.exited).toBe(0);
   console.log(
@@ -77,6 +88,10 @@ test("on the embedded engine: first start unpacks it once, later starts reuse it
       `warm start ${warm.seconds.toFixed(2)} s; RSS ${firstRss} MiB after a batch, ${warmRss} MiB idle`,
   );
   expect(readdirSync(env.CHDB_CACHE_DIR)).toHaveLength(1); // unpacked once, reused
+  const opened = Bun.spawnSync([binary, "query", "SELECT count() FROM events"], {
+    env: { ...env, CLICKHOUSE_DATABASE: database },
+  });
+  expect([opened.exitCode, opened.stdout.toString()]).toEqual([0, "1\n"]); // the data directory, opened directly
 
   const rows = await queryRows<{ event: string }>(
     { ...env, CLICKHOUSE_DATABASE: database, PATH: process.env.PATH ?? "" },

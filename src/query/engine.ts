@@ -101,7 +101,9 @@ export class QueryEngine {
   /** Loads chDB (unpacking it first in the compiled executable) and opens the data directory. */
   static async open(options: QueryEngineOptions): Promise<QueryEngine> {
     await prepareEmbeddedEngine(options.nativeCacheDir);
-    const { Session } = await import("chdb");
+    // chDB's ESM entry loads its CommonJS one at run time (createRequire), out of the compiled executable's reach;
+    // a require here is bundled, and still runs only now, after the engine is unpacked.
+    const { Session } = require("chdb") as typeof import("chdb");
     const probe = new Session(options.dataDir);
     try {
       const timezone = (await probe.queryAsync("SELECT timezone()", { format: "TSVRaw" })).text().trim();

@@ -1,0 +1,358 @@
+/**
+ * Running the service under load: starting it as its own process, driving it with wrk, reading its metrics and
+ * logs, the engine baselines it is compared with, and printing what a load did.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { ENV_NAMES } from "../src/config";
+import { type RunningService, rssMiB, startProcess } from "../test/helpers/process";
+import { EVENTS_PER_BATCH, JSON_POST, KEY } from "./workload";
+
+export const ROOT = join(import.meta.dir, "..");
+export const SECONDS = Number(process.env.BENCH_SECONDS ?? 30);
+export const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
+/** Rows the engine baseline inserts, and how many an insert: fixed, so that runs compare. */
+export const BASELINE_ROWS = 300_000;
+export const BASELINE_ROWS_PER_INSERT = 10_000;
+
+export function ensureWrk(): void {
+  if (Bun.which("wrk")) return;
+  if (process.getuid?.() === 0) {
+    Bun.spawnSync(["apt-get", "install", "-y", "wrk"], { env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } });
+  }
+  if (!Bun.which("wrk")) {
+    console.error("bench: wrk is missing; install it with `apt-get install wrk` (Debian) and run again.");
+    process.exit(1);
+  }
+}
+
+/**
+ * Waits, at most 180 s, until the service's active parts have not changed for 10 s: seeding writes a population
+ * in under a minute and leaves merges behind, which the cold load right after would otherwise pay for. Returns
+ * how long it waited.
+ */
+export async function settleMerges(service: Service): Promise<string> {
+  const started = performance.now();
+  let last = "";
+  for (let unchanged = 0; unchanged < 10 && performance.now() - started < 180_000; ) {
+    await Bun.sleep(1000);
+    const parts = JSON.stringify((await flushes(service)).activeParts);
+    unchanged = parts === last ? unchanged + 1 : 0;
+    last = parts;
+  }
+  return `${Math.round((performance.now() - started) / 1000)} s (active parts ${last})`;
+}
+
+/** CPU seconds each kind of thread of `pid` has used so far, by thread name with digits dropped. */
+export function threadCpu(pid: number): Map<string, number> {
+  const ticks = new Map<string, number>();
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/task/${task}/stat`, "utf8");
+    } catch {
+      continue; // the thread ended
+    }
+    const name = task === String(pid) ? "javascript" : stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const kind = name.replace(/[\d_-]+$/, "").trim();
+    ticks.set(kind, (ticks.get(kind) ?? 0) + (Number(fields[11]) + Number(fields[12])) / 100);
+  }
+  return ticks;
+}
+
+export function cpuSpent(before: Map<string, number>, after: Map<string, number>): string {
+  const spent = [...after].map(([kind, seconds]) => [kind, seconds - (before.get(kind) ?? 0)] as const);
+  const top = spent.filter(([, seconds]) => seconds >= 0.05).sort((a, b) => b[1] - a[1]);
+  const total = spent.reduce((sum, [, seconds]) => sum + seconds, 0);
+  return `${total.toFixed(1)} s: ${top.map(([kind, seconds]) => `${kind} ${seconds.toFixed(1)}`).join(", ")}`;
+}
+
+export interface Service extends RunningService {
+  readonly metricsUrl: string;
+  /** The query port's URL, when the service was started with one. */
+  readonly queryUrl: string | undefined;
+}
+
+/** Services still running: stopped in the end however the bench ends, so none outlives it. */
+export const running = new Set<Service>();
+
+/** The service on `dataDir`, with the bench's settings, the user's (`TUNING`), then `extra`. */
+export async function startService(dataDir: string, extra: Record<string, string> = {}): Promise<Service> {
+  const profile = process.env.BENCH_PROFILE;
+  const service = await startProcess(
+    {
+      PATH: process.env.PATH ?? "",
+      HOST: "127.0.0.1",
+      PORT: "0",
+      METRICS_PORT: "0",
+      DATA_DIR: dataDir,
+      PUBLIC_API_KEYS: KEY,
+      ...TUNING,
+      ...extra,
+    },
+    [process.execPath, ...(profile ? ["--cpu-prof-md", `--cpu-prof-dir=${profile}`] : []), "src/main.ts"],
+  );
+  const started = service
+    .output()
+    .split("\n")
+    .map((line) =>
+      line.startsWith("{") ? (JSON.parse(line) as { msg?: string; metrics?: string; query?: string }) : {},
+    )
+    .find((entry) => entry.msg === "started");
+  const withMetrics = { ...service, metricsUrl: started?.metrics ?? "", queryUrl: started?.query };
+  running.add(withMetrics);
+  return withMetrics;
+}
+
+/** Set by the bench itself; `CLICKHOUSE_*` are left out too, since they choose another database than the fresh
+ * embedded one the baseline compares with. */
+export const BENCH_OWNS = new Set(["PORT", "HOST", "METRICS_PORT", "DATA_DIR", "PUBLIC_API_KEYS"]);
+
+/**
+ * The service's settings the bench is run with (e.g. `FLUSH_LINGER_MS=0`, or caches that hold a whole large
+ * population): every variable the service reads, except the bench's own. Printed with the results, so that an
+ * A/B shows what it compared.
+ */
+export const TUNING: Readonly<Record<string, string>> = Object.fromEntries(
+  ENV_NAMES.filter((name) => !BENCH_OWNS.has(name) && !name.startsWith("CLICKHOUSE_") && process.env[name]).map(
+    (name) => [name, process.env[name]!],
+  ),
+);
+
+export async function stop(service: Service): Promise<void> {
+  running.delete(service);
+  service.child.kill("SIGTERM");
+  await service.child.exited;
+}
+
+export interface Histogram {
+  readonly sum: number;
+  readonly count: number;
+}
+
+export const PHASES = ["identity", "persons", "links", "events"] as const;
+
+/** Flushes that took longer than these, counted from the duration histogram's buckets. */
+export const SLOW_FLUSH_SECONDS = ["0.05", "0.1", "0.25"] as const;
+
+/** The flush histograms the bench reads: sizes, durations, and durations by phase; and the tables' active parts. */
+export interface Flushes {
+  readonly size: Histogram;
+  readonly seconds: Histogram;
+  /** Flushes that took at most each of SLOW_FLUSH_SECONDS. */
+  readonly within: Readonly<Record<(typeof SLOW_FLUSH_SECONDS)[number], number>>;
+  readonly phases: Readonly<Record<(typeof PHASES)[number], Histogram>>;
+  readonly activeParts: Readonly<Record<string, number>>;
+}
+
+/** The flush histograms, from the service's metrics. */
+export async function flushes(service: Service): Promise<Flushes> {
+  const text = await (await fetch(service.metricsUrl)).text();
+  /** The value of one sample: `metric`, with exactly these labels (or none). */
+  const sample = (metric: string, labels = "") =>
+    Number(new RegExp(`^${metric}(?:\\{${labels}\\})? (\\S+)$`, "m").exec(text)?.[1]);
+  const histogram = (name: string, labels = ""): Histogram => ({
+    sum: sample(`${name}_sum`, labels),
+    count: sample(`${name}_count`, labels),
+  });
+  const phases = Object.fromEntries(
+    PHASES.map((phase) => [phase, histogram("ingest_flush_phase_seconds", `phase="${phase}"`)]),
+  ) as Flushes["phases"];
+  const activeParts = Object.fromEntries(
+    [...text.matchAll(/^ingest_clickhouse_active_parts\{table="(\w+)"\} (\S+)$/gm)].map((m) => [m[1]!, Number(m[2])]),
+  );
+  const within = Object.fromEntries(
+    SLOW_FLUSH_SECONDS.map((le) => [le, sample("ingest_flush_duration_seconds_bucket", `le="${le}"`)]),
+  ) as Flushes["within"];
+  return {
+    size: histogram("ingest_flush_events"),
+    seconds: histogram("ingest_flush_duration_seconds"),
+    within,
+    phases,
+    activeParts,
+  };
+}
+
+/** Mean per observation between two readings of a histogram. */
+export const mean = (before: Histogram, after: Histogram): number =>
+  (after.sum - before.sum) / (after.count - before.count);
+
+export interface LoadResult {
+  readonly rate: number;
+  readonly acknowledged: number;
+  readonly non2xx: number;
+  readonly socketErrors: string;
+  readonly latency: Record<string, string>;
+  readonly idleRss: number;
+  readonly peakRss: number;
+  readonly cpu: string;
+  /** Mean events per flush during the load. */
+  readonly flushEvents: number;
+  /** Mean milliseconds per flush in each phase, and between one flush and the next (answering, the clients). */
+  readonly phaseMs: Readonly<Record<(typeof PHASES)[number] | "between", number>>;
+  /** Flushes during the load, and how many of them took longer than each of SLOW_FLUSH_SECONDS. */
+  readonly flushCount: number;
+  readonly slowFlushes: Readonly<Record<(typeof SLOW_FLUSH_SECONDS)[number], number>>;
+  /** Active parts per table right after the load: merges keep up when these stay in the tens. */
+  readonly activeParts: Readonly<Record<string, number>>;
+  /** The service's warnings, errors and refusals during the load, grouped (see warningsIn). */
+  readonly warnings: readonly string[];
+}
+
+export function parseWrk(output: string) {
+  const completed = /(\d+) requests in ([\d.]+)(ms|s|m)/.exec(output);
+  const unit = completed?.[3] === "ms" ? 0.001 : completed?.[3] === "m" ? 60 : 1;
+  const latency: Record<string, string> = {};
+  for (const match of output.matchAll(/^\s+(50|75|90|99)%\s+([\d.]+\w+)/gm)) latency[`p${match[1]}`] = match[2]!;
+  return {
+    requests: Number(completed?.[1] ?? 0),
+    seconds: Number(completed?.[2] ?? 0) * unit,
+    non2xx: Number(/Non-2xx or 3xx responses: (\d+)/.exec(output)?.[1] ?? 0),
+    socketErrors: /Socket errors: (.*)/.exec(output)?.[1] ?? "none",
+    latency,
+  };
+}
+
+/** Warms the service up (JIT, first parts), then drives it with wrk for SECONDS while sampling its RSS and CPU. */
+export async function drive(service: Service, bodiesFile: string): Promise<LoadResult> {
+  const pid = service.child.pid;
+  for (const warmUp of readFileSync(bodiesFile, "utf8").split("\n", 5)) {
+    const response = await fetch(`${service.url}/batch/`, { ...JSON_POST, body: warmUp });
+    if (!response.ok) throw new Error(`warm-up: ${response.status} ${await response.text()}`);
+  }
+  await Bun.sleep(1000);
+  const idleRss = rssMiB(pid);
+  let peakRss = idleRss;
+  const sampler = setInterval(() => {
+    peakRss = Math.max(peakRss, rssMiB(pid));
+  }, 100);
+  const before = await flushes(service);
+  const loggedBefore = service.output().lastIndexOf("\n") + 1; // the start of the line being written, if any
+  const cpuBefore = threadCpu(pid);
+  const wrk = Bun.spawn(
+    [
+      "wrk",
+      "-t2",
+      `-c${CONNECTIONS}`,
+      `-d${SECONDS}s`,
+      "--timeout",
+      "30s",
+      "--latency",
+      "-s",
+      join(ROOT, "bench", "wrk.lua"),
+      service.url,
+      "--",
+      bodiesFile,
+    ],
+    { stdout: "pipe", stderr: "inherit" },
+  );
+  const output = await new Response(wrk.stdout).text(); // async, so the RSS sampler keeps running
+  await wrk.exited;
+  clearInterval(sampler);
+  const cpu = cpuSpent(cpuBefore, threadCpu(pid));
+  const after = await flushes(service);
+  const result = parseWrk(output);
+  const flushCount = after.seconds.count - before.seconds.count;
+  const acknowledged = (result.requests - result.non2xx) * EVENTS_PER_BATCH;
+  return {
+    rate: acknowledged / result.seconds,
+    acknowledged,
+    non2xx: result.non2xx,
+    socketErrors: result.socketErrors,
+    latency: result.latency,
+    idleRss,
+    peakRss,
+    cpu,
+    flushEvents: mean(before.size, after.size),
+    phaseMs: {
+      ...(Object.fromEntries(
+        PHASES.map((phase) => [phase, 1000 * mean(before.phases[phase], after.phases[phase])]),
+      ) as Record<(typeof PHASES)[number], number>),
+      between: (1000 * result.seconds) / flushCount - 1000 * mean(before.seconds, after.seconds),
+    },
+    flushCount,
+    slowFlushes: Object.fromEntries(
+      SLOW_FLUSH_SECONDS.map((le) => [le, flushCount - (after.within[le] - before.within[le])]),
+    ) as LoadResult["slowFlushes"],
+    activeParts: after.activeParts,
+    warnings: warningsIn(service.output().slice(loggedBefore)),
+  };
+}
+
+/**
+ * The warnings and errors the service logged, and the requests it refused, as "count × message (status, code,
+ * reason, cause)", most first.
+ */
+export function warningsIn(logged: string): string[] {
+  const counts = new Map<string, number>();
+  // whole lines only: the last one may still be arriving
+  for (const line of logged.split("\n").slice(0, -1)) {
+    if (!line.startsWith("{")) continue;
+    const entry = JSON.parse(line) as Record<string, unknown>;
+    const refused = typeof entry.status === "number" && entry.status >= 400; // 4xx are logged at info
+    if (entry.level !== "warn" && entry.level !== "error" && !refused) continue;
+    const details = [entry.status, entry.code, entry.reason, entry.cause].filter((detail) => detail !== undefined);
+    const key = `${entry.level} ${entry.msg}${details.length > 0 ? ` (${JSON.stringify(details).slice(1, 200)})` : ""}`;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  return [...counts].sort((a, b) => b[1] - a[1]).map(([key, count]) => `${fmt(count)} × ${key}`);
+}
+
+export interface EngineResult {
+  readonly rows: number;
+  readonly rate: number;
+  readonly idleRss: number;
+  readonly peakRss: number;
+  /** One insert's time, median and 99th percentile (ms). */
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+}
+
+/** The engine's own insert rate for the rows of `bodiesFile`, `rowsPerInsert` at a time, in a process of its own. */
+export function engineBaseline(
+  bodiesFile: string,
+  dataDir: string,
+  rowsPerInsert: number,
+  rows = BASELINE_ROWS,
+): EngineResult {
+  const script = join(ROOT, "bench", "engine-baseline.ts");
+  const args = [bodiesFile, dataDir, String(rows), String(rowsPerInsert)];
+  const run = Bun.spawnSync([process.execPath, script, ...args], { cwd: ROOT, stdout: "pipe", stderr: "inherit" });
+  return JSON.parse(run.stdout.toString()) as EngineResult;
+}
+
+export const fmt = (n: number) => Math.round(n).toLocaleString("en");
+
+export function printLoad(label: string, result: LoadResult): void {
+  const { latency } = result;
+  console.log(
+    `  ${label.padEnd(16)} ${fmt(result.rate)} events/s acknowledged (${fmt(result.acknowledged)} events, ` +
+      `${result.non2xx} non-2xx, socket errors: ${result.socketErrors}; ${fmt(result.flushEvents)} events a flush)`,
+  );
+  console.log(`  ${"".padEnd(16)} latency p50 ${latency.p50}  p90 ${latency.p90}  p99 ${latency.p99}`);
+  console.log(
+    `  ${"".padEnd(16)} RSS idle ${fmt(result.idleRss)} MiB, peak ${fmt(result.peakRss)} MiB ` +
+      `(+${fmt(result.peakRss - result.idleRss)} MiB)`,
+  );
+  console.log(`  ${"".padEnd(16)} CPU ${result.cpu}`);
+  const ms = (value: number) => value.toFixed(1);
+  const { between, ...phases } = result.phaseMs;
+  console.log(
+    `  ${"".padEnd(16)} a flush (means): ${Object.entries(phases)
+      .map(([phase, value]) => `${phase} ${ms(value)} ms`)
+      .join(", ")}; between flushes ${ms(between)} ms`,
+  );
+  const slow = SLOW_FLUSH_SECONDS.map((le) => `${result.slowFlushes[le]} over ${Number(le) * 1000} ms`);
+  console.log(`  ${"".padEnd(16)} ${fmt(result.flushCount)} flushes, ${slow.join(", ")}`);
+  const parts = Object.entries(result.activeParts).map(([table, count]) => `${table} ${count}`);
+  console.log(`  ${"".padEnd(16)} active parts after the load: ${parts.join(", ")}`);
+  for (const warning of result.warnings.slice(0, 5)) console.log(`  ${"".padEnd(16)} logged: ${warning}`);
+}
+
+export function printEngine(label: string, engine: EngineResult, rowsPerInsert: number): void {
+  console.log(
+    `  ${label.padEnd(16)} ${fmt(engine.rate)} rows/s (${fmt(engine.rows)} rows, ${fmt(rowsPerInsert)} per insert; ` +
+      `RSS idle ${fmt(engine.idleRss)} MiB, peak ${fmt(engine.peakRss)} MiB, +${fmt(engine.peakRss - engine.idleRss)})`,
+  );
+}

@@ -6,8 +6,8 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   BASELINE_ROWS_PER_INSERT,
+  bestEngine,
   drive,
-  engineBaseline,
   fmt,
   printEngine,
   printLoad,
@@ -84,7 +84,7 @@ export async function runPersons(work: string): Promise<void> {
     }
     rounds.push(rates);
   }
-  const engine = engineBaseline(bodiesFileFor(PEOPLE), join(work, "baseline"), BASELINE_ROWS_PER_INSERT);
+  const engine = bestEngine(bodiesFileFor(PEOPLE), join(work, "baseline"), BASELINE_ROWS_PER_INSERT);
   printEngine("engine baseline", engine, BASELINE_ROWS_PER_INSERT);
   for (const temperature of ["cold", "warm"] as const) {
     const ratios = rounds.map((rates) => rates.get(LARGE_POPULATION)![temperature] / rates.get(PEOPLE)![temperature]);

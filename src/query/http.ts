@@ -41,6 +41,9 @@ export interface QueryApp {
   readonly observer?: QueryObserver;
 }
 
+/** Most of a result `wait_end_of_query` holds back before sending it as it comes. */
+export const MAX_WAIT_BUFFER_BYTES = 32 * 1024 * 1024;
+
 /** Most body bytes an INSERT may send at once, inflated. */
 export const MAX_INSERT_BYTES = 256 * 1024 * 1024;
 
@@ -119,22 +122,41 @@ class QueryExchange {
     }
   }
 
-  /** `wait_end_of_query=1`: the whole result first, so an error still gets its status and the summary is complete. */
+  /**
+   * `wait_end_of_query=1`: the whole result first, so an error still gets its status and the summary is complete.
+   * Up to `MAX_WAIT_BUFFER_BYTES` of it: a larger result is sent as it comes from there on, as ClickHouse sends
+   * what outgrows its buffer (ClickHouse spills to disk instead; this keeps memory bounded).
+   */
   async #whole(running: RunningQuery, compression: Encoding | undefined): Promise<Response> {
-    const chunks: Uint8Array[] = [];
-    for await (const chunk of running.chunks()) chunks.push(chunk);
+    const buffered: Uint8Array[] = [];
+    const chunks = running.chunks();
+    let size = 0;
+    for (let next = await chunks.next(); !next.done; next = await chunks.next()) {
+      buffered.push(next.value);
+      size += next.value.byteLength;
+      if (size > MAX_WAIT_BUFFER_BYTES) return this.#streamed(running, compression, buffered, chunks);
+    }
     this.#observe("ok", 200, running);
-    const body = new Blob(chunks as Uint8Array<ArrayBuffer>[]).stream();
+    const body = new Blob(buffered as Uint8Array<ArrayBuffer>[]).stream();
     return new Response(compress(body, compression), { headers: this.#headers(running, compression) });
   }
 
-  /** The result as the engine produces it; an error after the first bytes is written into the body, as ClickHouse does. */
-  async #streamed(running: RunningQuery, compression: Encoding | undefined): Promise<Response> {
+  /**
+   * The result as the engine produces it (after what was `buffered` of it already); an error after the first bytes
+   * is written into the body, as ClickHouse does.
+   */
+  async #streamed(
+    running: RunningQuery,
+    compression: Encoding | undefined,
+    buffered: Uint8Array[] = [],
+    chunks = running.chunks(),
+  ): Promise<Response> {
     const headers = this.#headers(running, compression);
-    const chunks = running.chunks();
     const body = new ReadableStream<Uint8Array>({
       pull: async (controller) => {
         try {
+          const held = buffered.shift();
+          if (held !== undefined) return controller.enqueue(held);
           const next = await chunks.next();
           if (!next.done) return controller.enqueue(next.value);
           this.#observe("ok", 200, running);
@@ -147,8 +169,8 @@ class QueryExchange {
       },
       cancel: async () => {
         // the client went away: stop the query and free its place
-        await chunks.return(undefined);
         running.close();
+        await chunks.return(undefined);
         this.#observe("failed", 499, running);
       },
     });

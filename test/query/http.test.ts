@@ -176,6 +176,13 @@ describe.skipIf(!embedded)("the query port's HTTP interface", () => {
     expect([waited.status, waited.headers.get("x-clickhouse-exception-code")]).toEqual([500, "395"]);
     const complete = await post("SELECT number FROM numbers(10)", "?wait_end_of_query=1");
     expect(JSON.parse(complete.headers.get("x-clickhouse-summary")!).result_rows).toBe("10");
+    // a result larger than what is held back (32 MiB) is sent as it comes, complete
+    const large = await post("SELECT number FROM numbers(6000000)", "?wait_end_of_query=1");
+    const summary = JSON.parse(large.headers.get("x-clickhouse-summary")!);
+    expect(Number(summary.result_bytes)).toBeGreaterThan(32 * 1024 * 1024);
+    expect(Number(summary.result_rows)).toBeLessThan(6_000_000); // the summary of what was held back
+    const lines = (await large.text()).split("\n");
+    expect([lines.length, lines.at(-2)]).toEqual([6_000_001, "5999999"]);
   });
 
   test("gzip: a compressed response when asked (enable_http_compression and Accept-Encoding), and compressed bodies", async () => {

@@ -410,6 +410,7 @@ async function started(
 class NamedSession {
   busy = false;
   #timer: Timer | undefined;
+  #expired = false;
 
   constructor(
     readonly session: Session,
@@ -422,12 +423,16 @@ class NamedSession {
   done(timeoutS: number): void {
     this.busy = false;
     clearTimeout(this.#timer);
+    if (this.#expired) return;
     if (timeoutS === 0) this.expire();
     else this.#timer = setTimeout(() => this.expire(), timeoutS * 1000);
   }
 
+  /** Closed and forgotten, once: a later request with its id gets a new session. */
   expire(): void {
     clearTimeout(this.#timer);
+    if (this.#expired) return;
+    this.#expired = true;
     this.forget();
     this.session.close();
   }

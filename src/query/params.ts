@@ -128,8 +128,12 @@ export function limitSettings(limits: QueryLimits): Record<string, string | numb
     result_overflow_mode: "throw",
     max_threads: limits.maxThreads,
     max_query_size: MAX_QUERY_BYTES,
+    priority: QUERY_PRIORITY,
   };
 }
+
+/** Below the write path's (`WRITE_PATH_PRIORITY`, 1): the engine suspends a query while a flush's query runs. */
+export const QUERY_PRIORITY = 2;
 
 /** The longest query text the port takes (the engine's own default `max_query_size` is 256 KiB). */
 export const MAX_QUERY_BYTES = 1024 * 1024;
@@ -147,7 +151,7 @@ const BOUNDS: Readonly<Record<string, keyof QueryLimits>> = {
  * naming files to read or write (format schemas and templates).
  */
 const FIXED =
-  /^(allow_ddl|allow_introspection_functions|format_schema\w*|output_format_schema|format_template_\w+|max_memory_usage_for_user|max_concurrent_queries\w*)$/;
+  /^(priority|allow_ddl|allow_introspection_functions|format_schema\w*|output_format_schema|format_template_\w+|max_memory_usage_for_user|max_concurrent_queries\w*)$/;
 
 /** Refuses settings that would raise a limit or loosen what the session may do. */
 export function checkSettings(

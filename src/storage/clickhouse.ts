@@ -15,6 +15,14 @@ import { chunkByBytes, literalList } from "./sql";
 const INSERT_SETTINGS = { optimize_on_insert: 0 } as const;
 
 /**
+ * The embedded engine's write path runs its queries at priority 1 and the query port its queries at 2: the engine
+ * suspends a lower-priority query while a higher one runs, so a query on the port yields the cores to a flush
+ * (docs/query.md#how-a-query-runs). 0 would mean no priority at all.
+ */
+export const WRITE_PATH_PRIORITY = 1;
+const WRITE_PATH_SETTINGS = { priority: WRITE_PATH_PRIORITY } as const;
+
+/**
  * The one handle on ClickHouse: the same @clickhouse/client code over HTTP to a server, or over chDB
  * in this process. Tables are always named with their database, so nothing depends on a session default.
  */
@@ -46,7 +54,7 @@ export class ClickHouse {
       ClickHouseClientConfigOptions["connection"]
     >;
     const client = createClient({ connection });
-    for (const [name, value] of Object.entries(INSERT_SETTINGS))
+    for (const [name, value] of Object.entries({ ...INSERT_SETTINGS, ...WRITE_PATH_SETTINGS }))
       await client.command({ query: `SET ${name} = ${value}` });
     return new ClickHouse(client, config.database, "embedded");
   }

@@ -90,6 +90,12 @@ describe.skipIf(!embedded)("the query port's HTTP interface", () => {
     expect(response.headers.get("content-type")).toBe("application/octet-stream");
   });
 
+  test("a query runs within the port's limits, below the write path's priority, read-only", async () => {
+    const sql =
+      "SELECT getSetting('max_execution_time'), getSetting('max_threads'), getSetting('priority'), getSetting('readonly')";
+    expect(await (await post(sql)).text()).toBe(`30\t${service.config.queryMaxThreads}\t2\t1\n`);
+  });
+
   test("settings as URL parameters apply to the query", async () => {
     const quoted = await post(
       "SELECT toUInt64(5) AS n FORMAT JSONEachRow",

@@ -93,14 +93,7 @@ export async function startService(dataDir: string, extra: Record<string, string
     },
     [process.execPath, ...(profile ? ["--cpu-prof-md", `--cpu-prof-dir=${profile}`] : []), "src/main.ts"],
   );
-  const started = service
-    .output()
-    .split("\n")
-    .map((line) =>
-      line.startsWith("{") ? (JSON.parse(line) as { msg?: string; metrics?: string; query?: string }) : {},
-    )
-    .find((entry) => entry.msg === "started");
-  const withMetrics = { ...service, metricsUrl: started?.metrics ?? "", queryUrl: started?.query };
+  const withMetrics = { ...service, metricsUrl: service.started.metrics ?? "", queryUrl: service.started.query };
   running.add(withMetrics);
   return withMetrics;
 }

@@ -57,13 +57,7 @@ test("on the embedded engine: first start unpacks it once, later starts reuse it
     body: { status: "ok", ingested: 1, dropped: 0 },
   });
   // prom-client works inside the executable too
-  const metricsUrl = JSON.parse(
-    first
-      .output()
-      .split("\n")
-      .find((line) => line.includes('"msg":"started"'))!,
-  ).metrics;
-  expect(await (await fetch(metricsUrl)).text()).toContain("ingest_events_ingested_total 1");
+  expect(await (await fetch(first.started.metrics!)).text()).toContain("ingest_events_ingested_total 1");
   const firstRss = Math.round(rssMiB(first.child.pid));
   first.child.kill("SIGTERM");
   expect(await first.child.exited).toBe(0);
@@ -71,14 +65,8 @@ test("on the embedded engine: first start unpacks it once, later starts reuse it
   // the query port and `ingest query` run inside the executable too
   const warm = await run({ ...env, CLICKHOUSE_DATABASE: database, QUERY_PORT: "0", QUERY_PASSWORD: "pw" });
   const warmRss = Math.round(rssMiB(warm.child.pid));
-  const queryUrl = JSON.parse(
-    warm
-      .output()
-      .split("\n")
-      .find((line) => line.includes('"msg":"started"'))!,
-  ).query;
   const asked = Bun.spawnSync([binary, "query", "SELECT event FROM events"], {
-    env: { QUERY_URL: queryUrl, QUERY_PASSWORD: "pw", CLICKHOUSE_DATABASE: database },
+    env: { QUERY_URL: warm.started.query!, QUERY_PASSWORD: "pw", CLICKHOUSE_DATABASE: database },
   });
   expect([asked.exitCode, asked.stdout.toString()]).toEqual([0, "from_binary\n"]);
   warm.child.kill("SIGTERM");

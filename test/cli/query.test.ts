@@ -46,13 +46,7 @@ describe.skipIf(!embedded)("ingest query", () => {
     const service = await startProcess(env);
     try {
       await ingest(service.url, EVENTS);
-      const started = JSON.parse(
-        service
-          .output()
-          .split("\n")
-          .find((line) => line.includes('"started"'))!,
-      );
-      const client = { PATH: env.PATH!, QUERY_URL: started.query, QUERY_PASSWORD: "pw" };
+      const client = { PATH: env.PATH!, QUERY_URL: service.started.query!, QUERY_PASSWORD: "pw" };
       expect(await ingestQuery([SQL], client)).toEqual({ stdout: "$pageview\t2\nsigned_up\t1\n", stderr: "", code: 0 });
       const json = await ingestQuery(["--format", "JSONEachRow", SQL], client);
       expect(json.stdout).toBe('{"event":"$pageview","n":2}\n{"event":"signed_up","n":1}\n');

@@ -23,19 +23,34 @@ export function processEnv(extra: Record<string, string> = {}): Record<string, s
   return env;
 }
 
-/** The URL in the service's "started" log line, once it has been printed. */
-function startedUrl(output: string): string | undefined {
-  for (const line of output.split("\n")) {
-    if (!line.startsWith("{")) continue;
-    const entry = JSON.parse(line) as { msg?: string; url?: string };
-    if (entry.msg === "started" && entry.url) return entry.url.replace(/\/$/, "");
-  }
-  return undefined;
+/** The service's "started" log line: where it listens. */
+export interface Started {
+  readonly url: string;
+  /** The query port's URL, when it has one. */
+  readonly query?: string;
+  /** The metrics URL, when it serves them. */
+  readonly metrics?: string;
+}
+
+/** Every whole JSON line a service logged, parsed. */
+export function logEntries(output: string): Record<string, unknown>[] {
+  return output
+    .split("\n")
+    .filter((line) => line.startsWith("{"))
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
+/** The service's "started" log line, once it has been printed whole. */
+function startedEntry(output: string): Started | undefined {
+  const whole = output.slice(0, output.lastIndexOf("\n") + 1);
+  return logEntries(whole).find((entry) => entry.msg === "started") as Started | undefined;
 }
 
 export interface RunningService {
   readonly child: Subprocess<"ignore", "pipe", "pipe">;
+  /** The public URL, without a trailing slash. */
   readonly url: string;
+  readonly started: Started;
   /** Everything the process printed on stdout so far (it keeps being read). */
   output(): string;
 }
@@ -53,19 +68,19 @@ export async function startProcess(
   let text = "";
   const reader = child.stdout.getReader();
   const decoder = new TextDecoder();
-  const url = await (async () => {
+  const started = await (async () => {
     for (;;) {
       const { done, value } = await reader.read();
       if (done) throw new Error(`exited before listening: ${text}${await new Response(child.stderr).text()}`);
       text += decoder.decode(value);
-      const started = startedUrl(text);
-      if (started) return started;
+      const entry = startedEntry(text);
+      if (entry) return entry;
     }
   })();
   void (async () => {
     for (let read = await reader.read(); !read.done; read = await reader.read()) text += decoder.decode(read.value);
   })();
-  return { child, url, output: () => text } satisfies RunningService;
+  return { child, url: started.url.replace(/\/$/, ""), started, output: () => text } satisfies RunningService;
 }
 
 /** Runs `sql` against the data the process wrote, from a process of its own (chDB binds a directory per process). */

@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { processEnv, startProcess } from "../helpers/process";
+import { logEntries, processEnv, startProcess } from "../helpers/process";
 
 const KEY = "secret-api-key-do-not-log";
 const MARKER = "payload-marker-never-logged";
@@ -44,13 +44,7 @@ test("the service logs JSON lines and serves Prometheus metrics on METRICS_PORT,
     expect((await post(batch(1), { "content-type": "text/plain" })).status).toBe(415);
     expect((await fetch(`${service.url}/health`)).status).toBe(200);
 
-    const started = service
-      .output()
-      .split("\n")
-      .filter((line) => line.startsWith("{"))
-      .map((line) => JSON.parse(line))
-      .find((entry) => entry.msg === "started");
-    const scraped = await fetch(started.metrics);
+    const scraped = await fetch(service.started.metrics!);
     expect(scraped.headers.get("content-type")).toContain("text/plain");
     const metrics = parseMetrics(await scraped.text());
     expect(metrics).toMatchObject({
@@ -134,13 +128,7 @@ test("a restarted service fills its identity caches from the tables, and says wh
       service.child.kill("SIGTERM");
     }
     expect(await service.child.exited).toBe(0);
-    const lines = service
-      .output()
-      .split("\n")
-      .filter((line) => line.startsWith("{"));
-    return lines
-      .map((line) => JSON.parse(line) as Record<string, unknown>)
-      .find((entry) => entry.msg === "identity caches preloaded");
+    return logEntries(service.output()).find((entry) => entry.msg === "identity caches preloaded");
   };
   const ids = ["p-1", "p-2", "p-3"];
   expect(
@@ -163,14 +151,8 @@ test.skipIf(Boolean(process.env.CLICKHOUSE_URL))(
   async () => {
     const env = processEnv({ METRICS_PORT: "0", QUERY_PORT: "0", QUERY_PASSWORD: "query-pw-secret" });
     const service = await startProcess(env);
-    const started = JSON.parse(
-      service
-        .output()
-        .split("\n")
-        .find((line) => line.includes('"started"'))!,
-    );
     const query = (sql: string, password = "query-pw-secret") =>
-      fetch(started.query, {
+      fetch(service.started.query!, {
         method: "POST",
         body: sql,
         headers: { authorization: `Basic ${btoa(`default:${password}`)}` },
@@ -180,7 +162,7 @@ test.skipIf(Boolean(process.env.CLICKHOUSE_URL))(
       await query(`SELECT '${MARKER}' FROM no_such_table`);
       await query(`SELECT file('/etc/${MARKER}')`);
       await query("SELECT 1", "wrong-password");
-      const metrics = parseMetrics(await (await fetch(started.metrics)).text());
+      const metrics = parseMetrics(await (await fetch(service.started.metrics!)).text());
       expect(metrics).toMatchObject({
         'ingest_queries_total{outcome="ok"}': 1,
         'ingest_queries_total{outcome="failed"}': 1,
@@ -194,12 +176,7 @@ test.skipIf(Boolean(process.env.CLICKHOUSE_URL))(
       service.child.kill("SIGTERM");
     }
     expect(await service.child.exited).toBe(0);
-    const entries = service
-      .output()
-      .split("\n")
-      .filter((line) => line !== "")
-      .map((line) => JSON.parse(line) as Record<string, unknown>);
-    const queries = entries.filter((entry) => String(entry.msg).startsWith("query"));
+    const queries = logEntries(service.output()).filter((entry) => String(entry.msg).startsWith("query"));
     expect(
       queries.map(({ level, msg, outcome, error, resultRows }) => ({ level, msg, outcome, error, resultRows })),
     ).toEqual([

@@ -68,9 +68,20 @@ export class ClickHouse {
     await this.client.command({ query });
   }
 
-  /** The rows of a query whose values are written into it as literals (`sql.ts`): nothing is bound. */
-  async rows<Row>(query: string): Promise<Row[]> {
-    const result = await this.client.query({ query, format: "JSONEachRow" });
+  /**
+   * The rows of a query whose values are written into it as literals (`sql.ts`): nothing is bound. `settings` apply
+   * to this query alone: a `SETTINGS` clause embedded (where the client would `SET` them on the one session for
+   * good), URL parameters on a server (which may refuse a clause that changes settings, as the query port does).
+   */
+  async rows<Row>(query: string, settings: Readonly<Record<string, number>> = {}): Promise<Row[]> {
+    const entries = Object.entries(settings);
+    const result =
+      this.backend === "embedded" && entries.length > 0
+        ? await this.client.query({
+            query: `${query} SETTINGS ${entries.map(([name, value]) => `${name} = ${value}`).join(", ")}`,
+            format: "JSONEachRow",
+          })
+        : await this.client.query({ query, format: "JSONEachRow", clickhouse_settings: settings });
     return result.json<Row>();
   }
 

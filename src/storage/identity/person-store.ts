@@ -49,9 +49,9 @@ async function* pages<Row>(
   pageSize: number,
 ): AsyncGenerator<Row[]> {
   for (let after = first; ; ) {
-    const rows = await db.rows<Row>(
-      `${queryAfter(after)} LIMIT ${Math.trunc(pageSize)} SETTINGS optimize_aggregation_in_order = 1`,
-    );
+    const rows = await db.rows<Row>(`${queryAfter(after)} LIMIT ${Math.trunc(pageSize)}`, {
+      optimize_aggregation_in_order: 1,
+    });
     yield rows;
     if (rows.length < pageSize) return;
     after = keyOf(rows.at(-1)!);

@@ -124,7 +124,7 @@ export interface Histogram {
   readonly count: number;
 }
 
-export const PHASES = ["identity", "persons", "links", "events"] as const;
+export const PHASES = ["identity", "facts", "persons", "links", "events"] as const;
 
 /** Flushes that took longer than these, counted from the duration histogram's buckets. */
 export const SLOW_FLUSH_SECONDS = ["0.05", "0.1", "0.25"] as const;

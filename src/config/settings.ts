@@ -177,7 +177,7 @@ export const SETTINGS = {
     env: "PERSON_CACHE_MIB",
     parse: positive,
     default: 64,
-    help: "Memory for cached persons, estimated from their properties.",
+    help: "Memory for cached persons (their identity facts, folded), estimated from their IDs and properties.",
     backend: "embedded",
   }),
   logLevel: setting<Level>({

@@ -25,6 +25,8 @@ const POINT_LOOKUPS = "SETTINGS index_granularity = 1024";
  * - `persons` and `person_distinct_ids` keep every version and collapse to the highest `version` (FINAL, or
  *   argMax). `is_deleted` is a plain column, so a merged-away person still shows in FINAL, marked deleted.
  *   The bloom filter finds a person's distinct IDs without scanning the table (needed for merges).
+ * - `identity_facts` holds what events said about distinct IDs (identity/facts.ts), read by distinct ID; rows of
+ *   one fact collapse as its columns' functions say, so merges shrink it and never change what it says.
  * - `sessions` is kept by a materialized view over events that carry `$session_id`. Counts are exact sets of
  *   event uuids (uniqExact), so an event that arrives twice is counted once; the other columns are min/max and
  *   first/last values, which a repeat cannot change. Read it with the -Merge combinators grouped by `session_id`.
@@ -67,6 +69,20 @@ export const TABLES: readonly TableSpec[] = [
     columns: { distinct_id: "String", person_id: "UUID", is_deleted: "UInt8", version: "UInt64" },
     indexes: ["INDEX person_id_index person_id TYPE bloom_filter GRANULARITY 1"],
     definition: `ENGINE = ReplacingMergeTree(version) ORDER BY distinct_id ${POINT_LOOKUPS}`,
+  },
+  {
+    name: "identity_facts",
+    columns: {
+      distinct_id: "String",
+      kind: "Enum8('born' = 1, 'joined' = 2, 'identified' = 3, 'property' = 4)",
+      name: "String",
+      at: `SimpleAggregateFunction(min, Tuple(${UTC_MICROS}, UInt64))`,
+      last_write: `SimpleAggregateFunction(max, Tuple(UInt8, ${UTC_MICROS}, UInt64, UInt8, String))`,
+      first_once: `SimpleAggregateFunction(min, Tuple(UInt8, ${UTC_MICROS}, UInt64, String))`,
+      last_once: `SimpleAggregateFunction(max, Tuple(UInt8, ${UTC_MICROS}, UInt64, String))`,
+      writes: "SimpleAggregateFunction(sum, UInt64)",
+    },
+    definition: `ENGINE = AggregatingMergeTree ORDER BY (distinct_id, kind, name) ${POINT_LOOKUPS}`,
   },
   {
     name: "sessions",

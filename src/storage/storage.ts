@@ -39,15 +39,15 @@ export function storageOptions(config: Config): StorageOptions {
   };
 }
 
-/** Where a flush's time went, in seconds: resolving identity, then each insert. */
-export type FlushPhases = Readonly<Record<"identity" | "persons" | "links" | "events", number>>;
+/** Where a flush's time went, in seconds: resolving identity (before and after its facts), then each insert. */
+export type FlushPhases = Readonly<Record<"identity" | "facts" | "persons" | "links" | "events", number>>;
 
 /** What the storage tells the outside about its writes (logs, metrics). */
 export interface StorageObserver {
   flushed(events: number, seconds: number, phases: FlushPhases): void;
   flushFailed(events: number, seconds: number, error: unknown): void;
   cacheLookups: CacheObserver;
-  /** At startup, a sole writer read the links and persons it could hold into its caches. */
+  /** At startup, a sole writer read the links it could hold into its cache. */
   preloaded(preloaded: Preloaded): void;
   /** A missing column was added at startup. */
   schemaRepaired(table: string, column: string, type: string): void;
@@ -132,8 +132,9 @@ export class Storage implements EventSink {
   }
 
   /**
-   * Persons and links go in before the events that point to them. A failure part-way leaves nothing a retry
-   * cannot finish: the retry resolves again from what ClickHouse holds and writes the same result.
+   * Facts go in first, then the persons and links derived from them, then the events that point to them. A
+   * failure part-way leaves nothing a retry cannot finish: the retry writes its facts again (a fact written twice
+   * says nothing new) and derives the same persons and links from them (docs/scale-out.md).
    */
   async #write(events: readonly CapturedEvent[]): Promise<void> {
     const started = performance.now();
@@ -149,23 +150,25 @@ export class Storage implements EventSink {
 
   async #resolveAndInsert(events: readonly CapturedEvent[]): Promise<FlushPhases> {
     const timer = phaseTimer();
-    const resolution = await this.#identity.resolve(events);
-    const identity = timer();
-    let phases: FlushPhases;
+    const prepared = await this.#identity.prepare(events);
+    let identity = timer();
     try {
+      await this.#db.insert("identity_facts", prepared.facts);
+      const facts = timer();
+      const resolution = await this.#identity.resolve(prepared);
+      identity += timer();
       await this.#db.insert("persons", resolution.persons);
       const persons = timer();
       await this.#db.insert("person_distinct_ids", resolution.distinctIds);
       const links = timer();
       const rows = events.map((event, index) => eventRow(event, resolution.personIds[index]!));
       for (const insert of eventInserts(rows)) await this.#db.insert("events", insert);
-      phases = { identity, persons, links, events: timer() };
+      this.#identity.commit(prepared, resolution);
+      return { identity, facts, persons, links, events: timer() };
     } catch (error) {
-      resolution.abandon();
+      this.#identity.abandon(prepared);
       throw error;
     }
-    resolution.commit();
-    return phases;
   }
 }
 

@@ -62,7 +62,7 @@ export class Metrics {
   });
   readonly flushPhaseSeconds = new Histogram({
     name: "ingest_flush_phase_seconds",
-    help: "Time per flush by phase: identity (resolution), persons, links and events (each insert)",
+    help: "Time per flush by phase: identity (resolution), facts, persons, links and events (each insert)",
     labelNames: ["phase"] as const,
     buckets: SECONDS_BUCKETS,
     registers: [this.registry],

@@ -49,8 +49,8 @@ export function storageObserver(log: Logger, metrics: Metrics): StorageObserver 
       if (hits > 0) metrics.cacheLookups.inc({ kind, result: "hit" }, hits);
       if (misses > 0) metrics.cacheLookups.inc({ kind, result: "miss" }, misses);
     },
-    preloaded({ links, persons, seconds, complete }) {
-      if (links > 0) log.info("identity caches preloaded", { links, persons, seconds, complete });
+    preloaded({ links, seconds, complete }) {
+      if (links > 0) log.info("identity cache preloaded", { links, seconds, complete });
     },
     schemaRepaired(table, column, type) {
       log.warn("schema repaired: a missing column was added", { table, column, type });

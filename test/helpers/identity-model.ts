@@ -4,89 +4,189 @@ import { personIdFor } from "../../src/storage/identity";
 import { events, links, persons } from "./rows";
 
 /**
- * A reference model of the identity rules (docs/identity.md), written plainly and apart from
- * the implementation: maps of distinct ID → person and person → state, one event at a time.
+ * A reference model of the identity rules (docs/identity.md), written plainly and apart from the implementation:
+ * it keeps every event's effect as a record and computes persons from the records when asked, by the rules as the
+ * docs state them. Events must have distinct timestamps, so the rules' order is the timestamps' alone.
+ *
+ * Applying events in the order a process applied them tells which IDs were new (a person is born to an ID seen
+ * for the first time); everything else follows from the records whatever that order was.
  */
 export interface ModelEvent {
   event: string;
   distinct_id: string;
   uuid: string;
+  /** ISO 8601, distinct across the events of one model. */
+  timestamp: string;
   properties: Record<string, unknown>;
 }
 
-interface ModelPerson {
+interface Birth {
+  readonly distinctId: string;
+  readonly personId: string;
+  readonly at: string;
+}
+
+interface Update {
+  readonly at: string;
+  readonly key: string;
+  readonly op: "set" | "unset" | "set_once";
+  readonly value?: unknown;
+}
+
+export interface ModelPerson {
   primary: string;
   properties: Record<string, unknown>;
   identified: boolean;
   deleted: boolean;
+  createdAt: string;
 }
 
 const PLACEHOLDERS = ["anonymous", "null", "undefined", "none", "nan", "0", "[object object]", ""];
 const isPlaceholder = (id: string) => PLACEHOLDERS.includes(id.trim().toLowerCase());
 
+/** The ID a linking event puts on its distinct ID's person, if any. */
+export function linkedIdOf(event: ModelEvent): string | undefined {
+  const other = (
+    event.event === "$identify"
+      ? event.properties.$anon_distinct_id
+      : event.event === "$create_alias"
+        ? event.properties.alias
+        : undefined
+  ) as string | undefined;
+  const user = event.distinct_id;
+  return other !== undefined && other !== user && !isPlaceholder(other) && !isPlaceholder(user) ? other : undefined;
+}
+
 export class IdentityModel {
-  readonly links = new Map<string, string>();
-  readonly persons = new Map<string, ModelPerson>();
-  /** uuid → the person the event belongs to. */
+  /** Each ID's neighbours in the graph of joins. */
+  readonly #joins = new Map<string, Set<string>>();
+  readonly #seen = new Set<string>();
+  readonly #births: Birth[] = [];
+  readonly #identified: { distinctId: string; at: string }[] = [];
+  readonly #updates = new Map<string, Update[]>();
+  /** uuid → the person the event belongs to, as of the end of the batch it came in. */
   readonly eventPersons = new Map<string, string>();
+
+  /** Applies a batch the service wrote in one flush, in order, then settles its events' persons. */
+  applyBatch(batch: readonly ModelEvent[]): void {
+    for (const event of batch) this.apply(event);
+    for (const event of batch) this.eventPersons.set(event.uuid, this.personOf(event.distinct_id));
+  }
 
   apply(event: ModelEvent): void {
     const user = event.distinct_id;
-    const other = (
-      event.event === "$identify"
-        ? event.properties.$anon_distinct_id
-        : event.event === "$create_alias"
-          ? event.properties.alias
-          : undefined
-    ) as string | undefined;
-    if (other !== undefined && other !== user && !isPlaceholder(other) && !isPlaceholder(user)) {
-      const userPerson = this.links.get(user);
-      const otherPerson = this.links.get(other);
-      if (!userPerson && !otherPerson) {
-        this.links.set(user, this.create(user));
-        this.links.set(other, this.links.get(user)!);
-      } else if (!otherPerson) this.links.set(other, userPerson!);
-      else if (!userPerson) this.links.set(user, otherPerson);
-      else if (userPerson !== otherPerson) this.merge(otherPerson, userPerson);
+    const other = linkedIdOf(event);
+    const at = new Date(event.timestamp).toISOString();
+    if (!this.#seen.has(user) && (other === undefined || !this.#seen.has(other))) {
+      this.#births.push({ distinctId: user, personId: personIdFor(user), at });
     }
-    if (!this.links.has(user)) this.links.set(user, this.create(user));
-    const personId = this.links.get(user)!;
-    const person = this.persons.get(personId)!;
-    const { $set, $set_once, $unset } = event.properties as Record<
-      string,
-      Record<string, unknown> | string[] | undefined
-    >;
-    for (const [key, value] of Object.entries($set_once ?? {}))
-      if (!(key in person.properties)) person.properties[key] = value;
-    Object.assign(person.properties, $set ?? {});
-    for (const key of ($unset as string[] | undefined) ?? []) delete person.properties[key];
-    if (event.event === "$identify" && !person.identified) {
-      person.identified = true;
-      person.primary = user;
+    this.#seen.add(user);
+    this.#neighbours(user);
+    if (other !== undefined) {
+      this.#seen.add(other);
+      this.#neighbours(user).add(other);
+      this.#neighbours(other).add(user);
     }
-    this.eventPersons.set(event.uuid, personId);
+    if (event.event === "$identify") this.#identified.push({ distinctId: user, at });
+    const { $set, $set_once, $unset } = event.properties as Record<string, Record<string, unknown> | undefined>;
+    const updates = this.#updates.get(user) ?? [];
+    this.#updates.set(user, updates);
+    for (const [key, value] of Object.entries($set_once ?? {})) updates.push({ at, key, op: "set_once", value });
+    for (const [key, value] of Object.entries($set ?? {}))
+      if (!($unset as string[] | undefined)?.includes(key)) {
+        updates.push({ at, key, op: "set", value });
+      }
+    for (const key of ($unset as string[] | undefined) ?? []) updates.push({ at, key, op: "unset" });
   }
 
-  private create(distinctId: string): string {
-    const id = personIdFor(distinctId);
-    this.persons.set(id, { primary: distinctId, properties: {}, identified: false, deleted: false });
-    return id;
+  /** Every ID joined to this one, itself included. */
+  component(distinctId: string): Set<string> {
+    const found = new Set([distinctId]);
+    for (const id of found) for (const next of this.#neighbours(id)) found.add(next);
+    return found;
   }
 
-  private merge(fromId: string, intoId: string): void {
-    for (const [id, personId] of this.links) if (personId === fromId) this.links.set(id, intoId);
-    const from = this.persons.get(fromId)!;
-    const into = this.persons.get(intoId)!;
-    into.properties = { ...from.properties, ...into.properties };
-    if (from.identified && !into.identified) {
-      into.identified = true;
-      into.primary = from.primary;
+  /** The person an ID is on: the one the earliest birth among its component's IDs created. */
+  personOf(distinctId: string): string {
+    return this.#survivor(this.component(distinctId)).personId;
+  }
+
+  #survivor(ids: Set<string>): Birth {
+    const births = this.#births.filter((birth) => ids.has(birth.distinctId));
+    births.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : a.personId < b.personId ? -1 : 1));
+    return births[0]!;
+  }
+
+  /** Every ID's person. */
+  links(): Map<string, string> {
+    return new Map([...this.#seen].map((id) => [id, this.personOf(id)]));
+  }
+
+  /** Every person ever born, the survivors live and the rest deleted. */
+  persons(): Map<string, ModelPerson> {
+    const result = new Map<string, ModelPerson>();
+    for (const birth of this.#births) {
+      const ids = this.component(birth.distinctId);
+      const survivor = this.#survivor(ids);
+      if (survivor.personId !== birth.personId) {
+        result.set(birth.personId, {
+          primary: birth.distinctId,
+          properties: {},
+          identified: false,
+          deleted: true,
+          createdAt: birth.at,
+        });
+        continue;
+      }
+      const identified = this.#identified.filter((i) => ids.has(i.distinctId)).sort((a, b) => (a.at < b.at ? -1 : 1));
+      result.set(birth.personId, {
+        primary: identified[0]?.distinctId ?? survivor.distinctId,
+        properties: this.#properties(ids),
+        identified: identified.length > 0,
+        deleted: false,
+        createdAt: survivor.at,
+      });
     }
-    from.deleted = true;
+    return result;
+  }
+
+  /**
+   * Per key: the latest `$set` or `$unset`; with none, the earliest `$set_once`; after an `$unset`, the latest
+   * `$set_once` that came after it, if any.
+   */
+  #properties(ids: Set<string>): Record<string, unknown> {
+    const byKey = Map.groupBy(
+      [...ids].flatMap((id) => this.#updates.get(id) ?? []),
+      (update) => update.key,
+    );
+    const properties: Record<string, unknown> = {};
+    for (const [key, updates] of byKey) {
+      updates.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
+      const writes = updates.filter((u) => u.op !== "set_once");
+      const onces = updates.filter((u) => u.op === "set_once");
+      const last = writes.at(-1);
+      if (last?.op === "set") properties[key] = last.value;
+      else if (last === undefined) {
+        if (onces.length > 0) properties[key] = onces[0]!.value;
+      } else {
+        const after = onces.filter((once) => once.at > last.at);
+        if (after.length > 0) properties[key] = after.at(-1)!.value;
+      }
+    }
+    return properties;
+  }
+
+  #neighbours(id: string): Set<string> {
+    let set = this.#joins.get(id);
+    if (set === undefined) {
+      set = new Set();
+      this.#joins.set(id, set);
+    }
+    return set;
   }
 }
 
-/** Everything in ClickHouse agrees with the model: links, persons, and each event's person. */
+/** Everything in ClickHouse agrees with the model: links, persons, and (unless told not to) each event's person. */
 export async function expectStoredToMatch(
   db: ClickHouse,
   model: IdentityModel,
@@ -94,16 +194,17 @@ export async function expectStoredToMatch(
 ): Promise<void> {
   const [storedLinks, storedPersons] = await Promise.all([links(db), persons(db)]);
   expect(Object.fromEntries([...storedLinks].map(([id, link]) => [id, link.person_id]))).toEqual(
-    Object.fromEntries(model.links),
+    Object.fromEntries(model.links()),
   );
   const expectedPersons = Object.fromEntries(
-    [...model.persons].map(([id, p]) => [
+    [...model.persons()].map(([id, p]) => [
       id,
       {
         distinct_id: p.primary,
         properties: p.properties,
         is_identified: p.identified ? 1 : 0,
         is_deleted: p.deleted ? 1 : 0,
+        created_at: clickhouseTime(p.createdAt),
       },
     ]),
   );
@@ -115,6 +216,7 @@ export async function expectStoredToMatch(
         properties: p.properties,
         is_identified: p.is_identified,
         is_deleted: p.is_deleted,
+        created_at: p.created_at,
       },
     ]),
   );
@@ -123,6 +225,11 @@ export async function expectStoredToMatch(
     const stored = Object.fromEntries((await events(db)).map((e) => [e.uuid, e.person_id]));
     expect(stored).toEqual(Object.fromEntries(model.eventPersons));
   }
+}
+
+/** `2026-01-01T00:00:00.123Z` as ClickHouse prints a DateTime64(6): `2026-01-01 00:00:00.123000`. */
+function clickhouseTime(iso: string): string {
+  return `${iso.slice(0, 10)} ${iso.slice(11, 23)}000`;
 }
 
 /** No distinct ID is on a deleted person, and every live person's primary ID is one of its own. */
@@ -156,8 +263,27 @@ export function random(seed: number) {
 const KEYS = ["plan", "name", "seats", "source", "color"];
 const PLACEHOLDER_IDS = ["anonymous", "null", "NaN", "[object Object]", "undefined", " "];
 
+/**
+ * Timestamps no two events share: the `n`th call of a model's clock, shuffled within windows of `spread` so that
+ * events do not arrive in timestamp order (1: in order).
+ */
+export function timestamps(rng: ReturnType<typeof random>, spread = 1) {
+  const used = new Set<number>();
+  let n = 0;
+  return (): string => {
+    let ms = 1_767_225_600_000 + (n++ + rng.int(spread)) * 1000 + rng.int(1000);
+    while (used.has(ms)) ms++;
+    used.add(ms);
+    return new Date(ms).toISOString();
+  };
+}
+
 /** Random events over one group's distinct IDs: identify, alias, set, set_once and unset interleaved. */
-export function randomEvent(rng: ReturnType<typeof random>, ids: readonly string[]): ModelEvent {
+export function randomEvent(
+  rng: ReturnType<typeof random>,
+  ids: readonly string[],
+  timestamp: () => string,
+): ModelEvent {
   const properties: Record<string, unknown> = {};
   const roll = rng.next();
   const value = () => rng.pick([rng.int(100), `v${rng.int(5)}`, null, { nested: rng.int(3) }]);
@@ -175,5 +301,5 @@ export function randomEvent(rng: ReturnType<typeof random>, ids: readonly string
     event = "$create_alias";
     properties.alias = rng.next() < 0.1 ? rng.pick(PLACEHOLDER_IDS) : rng.pick(ids);
   }
-  return { event, distinct_id: rng.pick(ids), uuid: Bun.randomUUIDv7(), properties };
+  return { event, distinct_id: rng.pick(ids), uuid: Bun.randomUUIDv7(), timestamp: timestamp(), properties };
 }

@@ -42,7 +42,7 @@ test("write failures are logged with their cause, slow flushes as warnings; both
   const { lines, log } = capture();
   const metrics = new Metrics();
   const observer = storageObserver(log, metrics);
-  const phases = { identity: 0.001, persons: 0.002, links: 0.003, events: 0.004 };
+  const phases = { identity: 0.001, facts: 0.001, persons: 0.002, links: 0.003, events: 0.004 };
   observer.flushed(100, 0.01, phases);
   observer.flushed(5_000, SLOW_FLUSH_SECONDS + 0.5, phases);
   observer.flushFailed(

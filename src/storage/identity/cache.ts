@@ -1,8 +1,9 @@
 import { LRUCache, type Perf } from "lru-cache";
-import type { Link, Person } from "./person";
+import type { Component } from "./component";
+import type { Link } from "./person";
 
 export type LinkCache = LRUCache<string, Link>;
-export type PersonCache = LRUCache<string, Person>;
+export type PersonCache = LRUCache<string, Component>;
 
 /**
  * Links by distinct ID. An entry is served up to `ttlMs` after it was set and never later, however often it is
@@ -30,17 +31,15 @@ export function linkCache(
   });
 }
 
-/** Persons by id, within about `maxBytes` of memory; past it the least recently used goes first. */
-export function personCache(maxBytes: number): PersonCache {
-  return new LRUCache<string, Person>({ maxSize: maxBytes, sizeCalculation: personBytes });
-}
-
 /**
- * About what a person takes in memory: its properties' JSON text (two bytes a character at most) and its other
- * fields. An estimate, so the cache's bound holds within a small factor.
+ * Sole writer only: each person's facts, folded (`Component`), under every one of its distinct IDs, within about
+ * `maxBytes` of memory; past it the least recently used ID goes first. Each ID's entry counts its share of the
+ * person's size, so a person costs about its size however many IDs it has. An evicted ID only means a read the
+ * next time an event names it: the person stays whole under its other IDs.
  */
-export function personBytes(person: Person): number {
-  return 2 * person.properties.length + PERSON_OVERHEAD_BYTES;
+export function personCache(maxBytes: number): PersonCache {
+  return new LRUCache<string, Component>({
+    maxSize: maxBytes,
+    sizeCalculation: (component) => Math.max(1, Math.ceil(component.bytes / component.members.size)),
+  });
 }
-
-const PERSON_OVERHEAD_BYTES = 400;

@@ -4,5 +4,6 @@ export {
   type IdentityOptions,
   IdentityResolver,
   type Preloaded,
+  type Prepared,
   type Resolution,
 } from "./resolver";

@@ -1,38 +1,49 @@
-import type { LRUCache } from "lru-cache";
 import type { CapturedEvent } from "../../event";
 import type { ClickHouse } from "../clickhouse";
 import { type DistinctIdRow, linkRow, type PersonRow, personRow } from "../rows";
-import { IdentityBatch } from "./batch";
-import { type LinkCache, linkCache, type PersonCache, personBytes, personCache } from "./cache";
-import type { Overlay } from "./overlay";
-import { changesPersons, type PersonIntent, personIntentOf } from "./person-rules";
-import { allLinks, allPersons, loadLinks, loadLinksOfPersons, loadPersons } from "./person-store";
-import { VersionClock } from "./version-clock";
+import { ArrivalClock } from "./arrival-clock";
+import { type LinkCache, linkCache, type PersonCache, personCache } from "./cache";
+import { Component, components } from "./component";
+import { type FactRow, factsOf } from "./facts";
+import { legacyFacts } from "./legacy";
+import type { Link } from "./person";
+import { type PersonIntent, personIntentOf } from "./person-rules";
+import { allLinks, loadFacts, loadLinks, loadLinksSharingPersons } from "./person-store";
 
 export interface IdentityOptions {
   /**
-   * Whether this resolver is the only writer of persons and links in its database. Then its caches hold exactly
-   * what is stored: they serve every event and never expire. Otherwise only links are cached, for events that
-   * change nothing, and for `cacheTtlMs`.
+   * Whether this resolver is the only writer of its database. Then its link cache holds exactly what is stored,
+   * never expires, and, once it holds every stored link, tells a new ID from a known one without a read.
+   * Otherwise links are cached for `cacheTtlMs`. A sole writer caches persons too, as their facts folded, since
+   * what it derived from the facts it read and wrote are all the facts there are.
    */
   readonly soleWriter: boolean;
   /** With other writers: how long a cached link may be used for events that change nothing (the staleness bound). */
   readonly cacheTtlMs: number;
   /** Most links cached. */
   readonly cacheCapacity: number;
-  /** Sole writer only: about how much memory cached persons may take. */
+  /** Sole writer only: about how much memory cached persons (their facts, folded) may take. */
   readonly personCacheBytes: number;
 }
 
-/** Told how each batch's lookups went: how many the cache answered and how many had to be read. */
+/**
+ * Told how each flush's lookups went: `links`, how many the cache answered and how many were read; `persons`,
+ * how many persons were derived from the flush's own facts and how many needed their facts read.
+ */
 export type CacheObserver = (kind: "links" | "persons", hits: number, misses: number) => void;
 
-/** What `preload` did: how many links and persons it read, in how long, and whether the links were all of them. */
+/** What `preload` did: how many links it read, in how long, and whether they were all of them. */
 export interface Preloaded {
   readonly links: number;
-  readonly persons: number;
   readonly seconds: number;
   readonly complete: boolean;
+}
+
+/** Components of a flush's facts on the same cached persons, and whether those hold every other fact of theirs. */
+interface CachedGroup {
+  readonly parts: Component[];
+  readonly cached: Set<Component>;
+  complete: boolean;
 }
 
 /** Rows read per query by `preload`: about 50 ms of the engine's time each. */
@@ -44,36 +55,42 @@ const PRELOAD_PAGE = 10_000;
  */
 const MAX_UNSURE = 10_000;
 
-/** What a batch resolved to: each event's person, the rows to write, and what to do once they are (not) written. */
+/** A flush's identity, before its facts are written: the facts to write, and what it knew of its IDs' links. */
+export interface Prepared {
+  readonly facts: readonly FactRow[];
+  readonly intents: readonly PersonIntent[];
+  /** The link of every distinct ID the events name that had one, from the cache or read. */
+  readonly known: ReadonlyMap<string, Link>;
+}
+
+/** What a flush resolved to, once its facts are written: each event's person and the rows to write. */
 export interface Resolution {
   readonly personIds: readonly string[];
   readonly persons: readonly PersonRow[];
   readonly distinctIds: readonly DistinctIdRow[];
-  /** After the rows are written: remember what the batch learned. */
-  commit(): void;
-  /** After a failed write: forget everything the batch touched, so no later batch trusts it. */
-  abandon(): void;
+  /** Each distinct ID the flush resolved, with its link as written. */
+  readonly links: ReadonlyMap<string, Link>;
+  /** The persons derived, as their facts folded. */
+  readonly derived: readonly Component[];
 }
 
 /**
- * Resolves distinct IDs to persons (docs/identity.md#rules). Batches must come one at a time (the group commit does that).
- *
- * A sole writer caches links and persons: what it wrote or read is what ClickHouse holds, since nothing else
- * writes there. With other writers, links are cached for a bounded time, but an event that changes identity or
- * person properties always reads its IDs and persons from ClickHouse, so another instance's links and persons
- * are never overwritten from a stale cache; persons are read for nothing else, so they are not cached.
+ * Resolves distinct IDs to persons (docs/identity.md). Facts go in first (`prepare`, then the caller writes
+ * them); then `resolve` reads every fact of the persons they touch and derives those persons and links from the
+ * facts alone, so whichever instance derives them last, with all facts in view, writes rows no other instance's
+ * can outrank (docs/scale-out.md). Flushes come one at a time (the group commit does that).
  */
 export class IdentityResolver {
   readonly #links: LinkCache;
   /** Sole writer only. */
   readonly #persons: PersonCache | undefined;
-  readonly #clock = new VersionClock();
+  readonly #arrivals = new ArrivalClock();
   /**
    * Sole writer, once `preload` found every link fits: the cache holds every link ClickHouse has, except
    * perhaps those of `#unsure` IDs, so an ID it does not hold is new and needs no read. An eviction ends it.
    */
   #complete = false;
-  /** IDs a failed write touched: ClickHouse may hold links of theirs that the cache does not. */
+  /** IDs a failed write touched: ClickHouse may hold links or facts of theirs that the cache does not know. */
   readonly #unsure = new Set<string>();
 
   constructor(
@@ -89,160 +106,215 @@ export class IdentityResolver {
 
   /**
    * Sole writer: reads every link ClickHouse has into the cache, if they fit in it, so that from then on only
-   * IDs the cache does not hold are new ones, and those need no read; then as many persons as the person cache
-   * has room for. Call once, before the first batch. Links that do not all fit are partly read and left to the
-   * cache as any others; later batches read what it lacks.
+   * IDs the cache does not hold are new ones, and those need no read. Call once, before the first flush. Links
+   * that do not all fit are partly read and left to the cache as any others; later flushes read what it lacks.
    */
   async preload(): Promise<Preloaded> {
     const started = performance.now();
     let links = 0;
-    let persons = 0;
-    if (this.#persons !== undefined) {
+    if (this.options.soleWriter) {
       this.#complete = true;
       try {
-        links = await this.#preloadLinks();
-        persons = await this.#preloadPersons(this.#persons);
+        for await (const page of allLinks(this.db, PRELOAD_PAGE)) {
+          for (const [id, link] of page) this.#links.set(id, link);
+          links += page.size;
+          if (links > this.options.cacheCapacity) break; // evicted already: not complete
+        }
       } catch (error) {
         this.#incomplete();
         throw error;
       }
     }
-    return { links, persons, seconds: (performance.now() - started) / 1000, complete: this.#complete };
+    return { links, seconds: (performance.now() - started) / 1000, complete: this.#complete };
   }
 
-  async #preloadLinks(): Promise<number> {
-    let count = 0;
-    for await (const page of allLinks(this.db, PRELOAD_PAGE)) {
-      for (const [id, link] of page) this.#links.set(id, link);
-      count += page.size;
-      if (count > this.options.cacheCapacity) break; // evicted already: not complete
-    }
-    return count;
-  }
-
-  /** Persons until the cache is full: evicting one for another would only cost time. */
-  async #preloadPersons(cache: PersonCache): Promise<number> {
-    let count = 0;
-    for await (const page of allPersons(this.db, PRELOAD_PAGE)) {
-      for (const [id, person] of page) {
-        const size = personBytes(person);
-        if (cache.calculatedSize + size > cache.maxSize) return count;
-        cache.set(id, person, { size });
-        count++;
-      }
-    }
-    return count;
-  }
-
-  async resolve(events: readonly CapturedEvent[]): Promise<Resolution> {
+  /** The facts of a flush's events: needs the links of the IDs they name, from the cache or ClickHouse. */
+  async prepare(events: readonly CapturedEvent[]): Promise<Prepared> {
     const intents = events.map(personIntentOf);
-    const batch = new IdentityBatch(this.#clock);
-    try {
-      await this.#load(batch, intents);
-      const personIds = intents.map((intent) => batch.apply(intent));
-      const mergedAway = batch.mergedAway();
-      if (mergedAway.length > 0) batch.moveStragglers(await loadLinksOfPersons(this.db, mergedAway));
-      return {
-        personIds,
-        persons: batch.changedPersons().map(personRow),
-        distinctIds: batch.linksToWrite().map(([id, link]) => linkRow(id, link)),
-        commit: () => this.#remember(batch),
-        abandon: () => this.#forget(batch),
-      };
-    } catch (error) {
-      this.#forget(batch);
-      throw error;
+    const wanted = new Set<string>();
+    for (const { event, linkedId } of intents) {
+      wanted.add(event.distinctId);
+      if (linkedId !== undefined) wanted.add(linkedId);
     }
+    // A cached link is safe to take whoever else writes: a link only ever moves, it is never removed, so an ID
+    // the cache holds has one. Which person it points at is settled by `resolve` for every ID whose event
+    // changes anything; the others take it as the person of their event, up to the cache's TTL old.
+    const known = new Map<string, Link>();
+    const missing: string[] = [];
+    for (const id of wanted) {
+      // A complete cache evicts nothing (its first eviction ends it), so its reads need not update recency.
+      const link = this.#complete ? this.#links.peek(id) : this.#links.get(id);
+      if (link === undefined) missing.push(id);
+      else known.set(id, link);
+    }
+    // A complete cache knows that an ID it does not hold is new, unless a failed write touched it.
+    const unread = this.#complete ? missing.filter((id) => this.#unsure.has(id)) : missing;
+    if (unread.length > 0) for (const [id, link] of await loadLinks(this.db, unread)) known.set(id, link);
+    this.observeCache("links", wanted.size - unread.length, unread.length);
+    const facts = factsOf(
+      intents,
+      (id) => known.get(id)?.personId,
+      () => this.#arrivals.next(),
+    );
+    return { facts, intents, known };
   }
 
   /**
-   * Fills the batch with the links of every distinct ID its events name, then the persons its events change.
-   * With other writers, the IDs of events that change persons, and their persons, are read fresh from
-   * ClickHouse and the other links may come from the cache; a sole writer takes all of them from its caches.
+   * Once the prepared facts are written: every person they touch, derived from all its facts, and the links
+   * that differ from what is stored. A sole writer derives a person with no read when the cache holds its facts
+   * (or its IDs are all new to a complete link cache): the flush's facts are then the only ones it lacks.
    */
-  async #load(batch: IdentityBatch, intents: readonly PersonIntent[]): Promise<void> {
-    const changing = new Set<string>();
-    const wanted = new Set<string>();
-    for (const intent of intents) {
-      const { distinctId } = intent.event;
-      for (const id of intent.linkedId === undefined ? [distinctId] : [distinctId, intent.linkedId]) {
-        wanted.add(id);
-        if (changesPersons(intent)) changing.add(id);
+  async resolve({ facts, intents, known }: Prepared): Promise<Resolution> {
+    const current = new Map(known);
+    const derived: Component[] = [];
+    /** Persons derived from cached facts: their links are stored as the cached person had them. */
+    const linkedBefore = new Map<Component, Component>();
+    const toRead = new Set<string>();
+    for (const { parts, cached, complete } of this.#groupByCachedPerson(components(facts), known)) {
+      if (!complete) {
+        for (const part of parts) for (const id of part.members) toRead.add(id);
+        continue;
+      }
+      const whole = new Component();
+      for (const person of [...cached, ...parts]) whole.absorb(person);
+      derived.push(whole);
+      if (cached.size === 1) linkedBefore.set(whole, [...cached][0]!);
+    }
+    const fromCache = derived.length;
+    if (toRead.size > 0) derived.push(...(await this.#readComponents(toRead, current, facts)));
+    if (derived.length > 0) this.observeCache("persons", fromCache, derived.length - fromCache);
+
+    const personOf = new Map<string, string>();
+    const persons: PersonRow[] = [];
+    const distinctIds: DistinctIdRow[] = [];
+    const links = new Map<string, Link>();
+    for (const component of derived) {
+      const person = component.person();
+      if (person === undefined) continue; // facts of IDs whose links were never derived here: left as they are
+      persons.push(personRow(person), ...component.mergedAway().map(personRow));
+      const link: Link = { personId: person.id, version: component.linkVersion };
+      const before = linkedBefore.get(component);
+      const unchanged = before?.personId === person.id && before.linkVersion === link.version;
+      for (const id of component.members) {
+        personOf.set(id, person.id);
+        links.set(id, link);
+        // A link below this version was derived from fewer facts: rewritten, even if it points here already, so
+        // that a slower instance's write of what it derived from still fewer cannot outrank it.
+        const stored = unchanged ? link : current.get(id);
+        if (stored === undefined || stored.personId !== person.id || stored.version < link.version) {
+          distinctIds.push(linkRow(id, link));
+        }
       }
     }
-    const { soleWriter } = this.options;
-    // A complete cache evicts nothing (its first eviction ends it), so reading it need not update recency: a
-    // peek costs about half a get when the cache holds a million links.
-    const missing = takeCached(
-      batch.links,
-      wanted,
-      (id) => (soleWriter || !changing.has(id) ? this.#links : undefined),
-      !this.#complete,
+    const personIds = intents.map(
+      ({ event }) => personOf.get(event.distinctId) ?? current.get(event.distinctId)!.personId,
     );
-    // A complete cache knows that an ID it does not hold is new, unless a failed write touched it.
-    const unread = this.#complete ? missing.filter((id) => this.#unsure.has(id)) : missing;
-    if (unread.length > 0) {
-      for (const [id, link] of await loadLinks(this.db, unread)) batch.links.put(id, link, "loaded");
-    }
-    this.observeCache("links", wanted.size - unread.length, unread.length);
-
-    // Persons are read only for the events that change them, and only when linked. An event that changes nothing
-    // needs only its link; a new ID's person is created, not read: every write that creates a person also links
-    // its distinct ID (persons go in before links), so a stored person whose ID has no link comes from a write
-    // that failed and was never acknowledged. Writing it again at a higher version loses nothing acknowledged,
-    // and spares new IDs a lookup that grows with the persons table.
-    const persons = new Set<string>();
-    for (const id of changing) {
-      const personId = batch.links.get(id)?.personId;
-      if (personId !== undefined) persons.add(personId);
-    }
-    if (persons.size === 0) return;
-    const toRead = takeCached(batch.persons, persons, () => this.#persons);
-    this.observeCache("persons", persons.size - toRead.length, toRead.length);
-    if (toRead.length === 0) return;
-    for (const [id, person] of await loadPersons(this.db, toRead)) batch.persons.put(id, person, "loaded");
+    return { personIds, persons, distinctIds, links, derived };
   }
 
-  /** Caches the links and persons the batch read from ClickHouse or wrote; what it took from a cache stays as is. */
-  #remember(batch: IdentityBatch): void {
-    for (const [id, link] of batch.links.entries(["loaded", "changed"])) this.#links.set(id, link);
-    // every ID the batch looked up now has its link in the cache (identity rule 4)
-    if (this.#unsure.size > 0) for (const id of batch.links.keys()) this.#unsure.delete(id);
-    if (this.#persons === undefined) return;
-    for (const [id, person] of batch.persons.entries(["loaded", "changed"])) this.#persons.set(id, person);
+  /**
+   * The flush's components grouped by the cached persons their IDs are on (two that share one are one person's),
+   * each group complete if every ID is cached or certainly new: a sole writer derives a complete group with no
+   * read. A group of only new IDs has no cached person: its facts are all there are.
+   */
+  #groupByCachedPerson(parts: readonly Component[], known: ReadonlyMap<string, Link>): Set<CachedGroup> {
+    const groups = new Set<CachedGroup>();
+    const groupOf = new Map<Component, CachedGroup>();
+    for (const part of parts) {
+      const group: CachedGroup = { parts: [part], cached: new Set(), complete: true };
+      groups.add(group);
+      for (const id of part.members) {
+        if (this.#isCertainlyNew(id, known)) continue;
+        const person = this.#persons?.get(id);
+        if (person === undefined) {
+          group.complete = false;
+          continue;
+        }
+        const other = groupOf.get(person);
+        if (other !== undefined && other !== group) {
+          group.parts.push(...other.parts);
+          group.complete &&= other.complete;
+          for (const joined of other.cached) {
+            group.cached.add(joined);
+            groupOf.set(joined, group);
+          }
+          groups.delete(other);
+        }
+        group.cached.add(person);
+        groupOf.set(person, group);
+      }
+    }
+    return groups;
   }
 
-  #forget(batch: IdentityBatch): void {
-    for (const id of batch.links.keys()) {
+  /** After the flush's rows are written: caches what it learned. */
+  commit(prepared: Prepared, resolution: Resolution): void {
+    for (const [id, link] of prepared.known) if (!resolution.links.has(id)) this.#links.set(id, link);
+    for (const [id, link] of resolution.links) this.#links.set(id, link);
+    // every ID the flush named now has its link in the cache (identity rule 4)
+    if (this.#unsure.size > 0) for (const id of resolution.links.keys()) this.#unsure.delete(id);
+    const persons = this.#persons;
+    if (persons === undefined) return;
+    for (const component of resolution.derived) for (const id of component.members) persons.set(id, component);
+  }
+
+  /** After a failed write: forgets every ID the flush named, so no later flush trusts what it cached of them. */
+  abandon(prepared: Prepared): void {
+    const named = new Set(prepared.known.keys());
+    for (const fact of prepared.facts) named.add(fact.distinct_id);
+    for (const id of named) {
+      // ClickHouse may hold facts of this person that its cached fold lacks: none of its IDs may serve it
+      const person = this.#persons?.get(id);
+      for (const member of person?.members ?? []) this.#persons?.delete(member);
       this.#links.delete(id);
       if (this.#complete) this.#unsure.add(id);
     }
-    for (const id of batch.persons.keys()) this.#persons?.delete(id);
     if (this.#unsure.size > MAX_UNSURE) this.#incomplete();
+  }
+
+  #isCertainlyNew(id: string, known: ReadonlyMap<string, Link>): boolean {
+    return this.#complete && !known.has(id) && !this.#unsure.has(id);
+  }
+
+  /**
+   * Every component the IDs belong to, with all its facts: the IDs' facts and links, then those of every ID they
+   * lead to (joined to them, or on a person they were ever on), until no new ID turns up. `current` gets the
+   * stored link of each ID read (and loses those that have none). Persons stored without facts (written before
+   * facts existed) get their facts written first (`legacy.ts`). An ID of which the read found no fact at all,
+   * though the flush has just written some (a replica that is behind), is derived with the flush's own.
+   */
+  async #readComponents(
+    ids: ReadonlySet<string>,
+    current: Map<string, Link>,
+    written: readonly FactRow[],
+  ): Promise<Component[]> {
+    const visited = new Set<string>();
+    const facts: FactRow[] = [];
+    const together: [string, string][] = [];
+    for (let frontier = [...ids]; frontier.length > 0; ) {
+      const shared = await loadLinksSharingPersons(this.db, frontier);
+      for (const id of frontier) current.delete(id);
+      for (const [id, link] of shared) current.set(id, link);
+      for (const onOnePerson of Map.groupBy(shared.keys(), (id) => shared.get(id)!.personId).values()) {
+        for (const id of onOnePerson.slice(1)) together.push([onOnePerson[0]!, id]);
+      }
+      const unvisited = [...new Set([...frontier, ...shared.keys()])].filter((id) => !visited.has(id));
+      for (const id of unvisited) visited.add(id);
+      const found = await loadFacts(this.db, unvisited);
+      facts.push(...found);
+      frontier = [...new Set(found.filter((f) => f.kind === "joined" && !visited.has(f.name)).map((f) => f.name))];
+    }
+    const readIds = new Set(facts.map((fact) => fact.distinct_id));
+    facts.push(...written.filter((fact) => ids.has(fact.distinct_id) && !readIds.has(fact.distinct_id)));
+    const read = components(facts, together);
+    const legacy = await legacyFacts(this.db, read, current);
+    if (legacy.length === 0) return read;
+    await this.db.insert("identity_facts", legacy);
+    return components([...facts, ...legacy], together);
   }
 
   #incomplete(): void {
     this.#complete = false;
     this.#unsure.clear();
   }
-}
-
-/**
- * Puts into the batch's `overlay` each key that its cache (from `cacheFor`; none: must be read) holds, and
- * returns the keys it does not. `recency`: whether the lookups count as uses for the cache's eviction order.
- */
-function takeCached<V extends {}>(
-  overlay: Overlay<V>,
-  keys: Iterable<string>,
-  cacheFor: (key: string) => LRUCache<string, V> | undefined,
-  recency = true,
-): string[] {
-  const missing: string[] = [];
-  for (const key of keys) {
-    const cache = cacheFor(key);
-    const cached = recency ? cache?.get(key) : cache?.peek(key);
-    if (cached === undefined) missing.push(key);
-    else overlay.put(key, cached, "cached");
-  }
-  return missing;
 }

@@ -1,7 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import type { Timestamp } from "../../../src/event";
-import { linkCache, personBytes, personCache } from "../../../src/storage/identity/cache";
-import type { Person } from "../../../src/storage/identity/person";
+import { personIdFor } from "../../../src/storage/identity";
+import { linkCache, personCache } from "../../../src/storage/identity/cache";
+import { type Component, components } from "../../../src/storage/identity/component";
+import { identityFact, propertyFact } from "../../../src/storage/identity/facts";
 
 const link = (version: number) => ({ personId: "p", version });
 
@@ -77,33 +79,44 @@ describe("linkCache without a ttl (a sole writer's)", () => {
 });
 
 describe("personCache", () => {
-  const person = (id: string, properties: Record<string, unknown> = {}): Person => ({
-    id,
-    distinctId: id,
-    properties: JSON.stringify(properties),
-    isIdentified: false,
-    isDeleted: false,
-    createdAt: "2024-01-01 00:00:00.000000" as Timestamp,
-    version: 1,
-  });
+  /** A person's facts, folded: one birth, and a property of `size` characters. */
+  const person = (id: string, size = 0): Component => {
+    const at = ["2024-01-01 00:00:00.000000" as Timestamp, 1] as const;
+    const [component] = components([
+      identityFact("born", id, personIdFor(id), at),
+      ...(size > 0 ? [propertyFact(id, "note", at, [0, JSON.stringify("x".repeat(size))], undefined)] : []),
+    ]);
+    return component!;
+  };
 
   test("a person's size grows with its properties", () => {
-    expect(personBytes(person("p", { note: "x".repeat(1_000) }))).toBeGreaterThan(personBytes(person("p")) + 2_000);
+    expect(person("p", 1_000).bytes).toBeGreaterThan(person("p").bytes + 2_000);
   });
 
   test("stays within its byte budget, the least recently used going first", () => {
-    const one = personBytes(person("p-0"));
+    const one = person("p-100").bytes;
     const cache = personCache(10 * one);
-    for (let i = 0; i < 1_000; i++) cache.set(`p-${i}`, person(`p-${i}`));
+    for (let i = 100; i < 1_000; i++) cache.set(`p-${i}`, person(`p-${i}`));
     expect(cache.calculatedSize).toBeLessThanOrEqual(10 * one);
     expect(cache.size).toBe(10);
-    expect(cache.get("p-999")?.id).toBe("p-999");
+    expect(cache.get("p-999")?.personId).toBe(personIdFor("p-999"));
     expect(cache.get("p-989")).toBeUndefined();
+  });
+
+  test("a person under several IDs counts its size once, shared among them", () => {
+    const [shared] = components([
+      identityFact("born", "s-1", personIdFor("s-1"), ["2024-01-01 00:00:00.000000" as Timestamp, 1]),
+      identityFact("joined", "s-1", "s-2", ["2024-01-01 00:00:00.000000" as Timestamp, 2]),
+    ]);
+    const cache = personCache(1_000_000);
+    cache.set("s-1", shared!);
+    cache.set("s-2", shared!);
+    expect(cache.calculatedSize).toBeLessThanOrEqual(shared!.bytes + 1);
   });
 
   test("a person larger than the whole budget is not kept", () => {
     const cache = personCache(1_000);
-    cache.set("big", person("big", { note: "x".repeat(10_000) }));
+    cache.set("big", person("big", 10_000));
     expect(cache.get("big")).toBeUndefined();
   });
 });

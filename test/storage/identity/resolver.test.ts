@@ -245,25 +245,36 @@ describe("$identify and $create_alias (rules 5–6)", () => {
     ]);
   });
 
-  test("before a merge an event keeps the person it had; after it, the survivor", async () => {
+  test("a merge keeps the person born first; every event of the flush gets the person its ID has after it", async () => {
     await capture([
       { event: "$pageview", distinct_id: "t-user", uuid: "0190b4a1-0000-7000-8000-0000000000c1" },
       { event: "$pageview", distinct_id: "t-anon", uuid: "0190b4a1-0000-7000-8000-0000000000c2" },
       {
         event: "$identify",
-        distinct_id: "t-user",
-        properties: { $anon_distinct_id: "t-anon" },
+        distinct_id: "t-anon",
+        properties: { $anon_distinct_id: "t-user" },
         uuid: "0190b4a1-0000-7000-8000-0000000000c3",
       },
       { event: "$pageview", distinct_id: "t-anon", uuid: "0190b4a1-0000-7000-8000-0000000000c4" },
     ]);
     const stored = (await events(service.db)).filter((e) => e.uuid.startsWith("0190b4a1-0000-7000-8000-0000000000c"));
-    expect(stored.map((e) => e.person_id)).toEqual([
-      personIdFor("t-user"),
-      personIdFor("t-anon"),
-      personIdFor("t-user"),
-      personIdFor("t-user"),
+    // no timestamps: all four happened when the request arrived, and t-user's person was created first
+    expect(stored.map((e) => e.person_id)).toEqual(Array(4).fill(personIdFor("t-user")));
+    expect((await persons(service.db)).get(personIdFor("t-anon"))?.is_deleted).toBe(1);
+  });
+
+  test("the earlier timestamp wins a merge, whichever person the events reached first", async () => {
+    await capture([
+      { event: "$pageview", distinct_id: "ts-late", timestamp: "2026-03-01T00:00:00Z" },
+      { event: "$pageview", distinct_id: "ts-early", timestamp: "2026-02-01T00:00:00Z" },
     ]);
+    await capture([{ event: "$identify", distinct_id: "ts-late", properties: { $anon_distinct_id: "ts-early" } }]);
+    expect(await personIdsOf("ts-late", "ts-early")).toEqual([personIdFor("ts-early"), personIdFor("ts-early")]);
+    expect(await personOf(service.db, "ts-late")).toMatchObject({
+      distinct_id: "ts-late",
+      is_identified: 1,
+      created_at: "2026-02-01 00:00:00.000000",
+    });
   });
 });
 
@@ -329,8 +340,9 @@ describe("person properties (rule 7)", () => {
       { event: "$pageview", distinct_id: "alias-anon" },
       { event: "$create_alias", distinct_id: "alias-anon", properties: { alias: "alias-known" } },
     ]);
+    // alias-known's person was created first, so it survives the merge
     expect(await personOf(service.db, "alias-known")).toMatchObject({
-      id: personIdFor("alias-anon"),
+      id: personIdFor("alias-known"),
       distinct_id: "alias-known",
       is_identified: 1,
     });
@@ -340,8 +352,8 @@ describe("person properties (rule 7)", () => {
 describe("versions", () => {
   test("every change of a person or a link gets a higher version", async () => {
     await capture([
-      { event: "$pageview", distinct_id: "v-anon" },
       { event: "$pageview", distinct_id: "v-user" },
+      { event: "$pageview", distinct_id: "v-anon" },
     ]);
     const link1 = (await links(service.db)).get("v-anon")!;
     const person1 = (await persons(service.db)).get(personIdFor("v-user"))!;
@@ -361,14 +373,17 @@ describe("versions", () => {
     expect(JSON.parse(latest!.properties)).toEqual({ a: 2 });
   });
 
-  test("an event that changes nothing writes no new person version", async () => {
+  test("an event that changes no person writes no fact and no person; a repeated update writes a version", async () => {
     await capture([{ event: "e", distinct_id: "quiet", properties: { $set: { a: 1 } } }]);
-    const before = await count(service.db, "persons", `id = '${personIdFor("quiet")}'`);
-    await capture([
-      { event: "e", distinct_id: "quiet", properties: { $set: { a: 1 } } },
-      { event: "e", distinct_id: "quiet" },
-    ]);
-    expect(await count(service.db, "persons", `id = '${personIdFor("quiet")}'`)).toBe(before);
+    const rows = () => count(service.db, "persons", `id = '${personIdFor("quiet")}'`);
+    const facts = () => count(service.db, "identity_facts", "distinct_id = 'quiet'");
+    const [personsBefore, factsBefore] = [await rows(), await facts()];
+    await capture([{ event: "e", distinct_id: "quiet" }]);
+    expect([await rows(), await facts()]).toEqual([personsBefore, factsBefore]);
+    // the same $set again is a fact like any other: its person's version counts it, its properties do not change
+    await capture([{ event: "e", distinct_id: "quiet", properties: { $set: { a: 1 } } }]);
+    expect(await rows()).toBe(personsBefore + 1);
+    expect((await personOf(service.db, "quiet"))?.properties).toEqual({ a: 1 });
   });
 });
 

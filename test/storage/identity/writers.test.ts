@@ -43,15 +43,19 @@ const set = (distinctId: string, properties: object) => ({
 });
 
 describe("a sole writer (embedded: chDB locks the data directory to one process)", () => {
-  test("serves every event's links and persons from its caches once it has read or written them", async () => {
+  test("knows a new ID without a read, and derives a person from the facts it cached: no reads at all", async () => {
     const { service, capture } = await counted(true);
     try {
-      // It read every link at startup (none), so a new ID is known to be new: no read, and its person is created.
-      expect(await capture([set("u", { a: 1 })])).toEqual({ links: { hits: 1, misses: 0 } });
+      // It read every link at startup (none), so a new ID is known to be new: its facts are all in the flush.
+      expect(await capture([set("u", { a: 1 })])).toEqual({
+        links: { hits: 1, misses: 0 },
+        persons: { hits: 1, misses: 0 },
+      });
       expect(await capture([set("u", { b: 2 })])).toEqual({
         links: { hits: 1, misses: 0 },
         persons: { hits: 1, misses: 0 },
       });
+      // an event that changes no person needs only the link
       expect(await capture([{ event: "$pageview", distinct_id: "u" }])).toEqual({ links: { hits: 1, misses: 0 } });
       expect((await personOf(service.db, "u"))?.properties).toEqual({ a: 1, b: 2 });
     } finally {
@@ -59,7 +63,21 @@ describe("a sole writer (embedded: chDB locks the data directory to one process)
     }
   });
 
-  test("a restarted one holds every stored link and person from startup", async () => {
+  test("two IDs of one cached person updating it in one flush: one person with both updates", async () => {
+    const { service, capture } = await counted(true);
+    try {
+      await capture([{ event: "$identify", distinct_id: "two-user", properties: { $anon_distinct_id: "two-anon" } }]);
+      expect(await capture([set("two-anon", { a: 1 }), set("two-user", { b: 2 })])).toEqual({
+        links: { hits: 2, misses: 0 },
+        persons: { hits: 1, misses: 0 },
+      });
+      expect((await personOf(service.db, "two-anon"))?.properties).toEqual({ a: 1, b: 2 });
+    } finally {
+      await service.stop();
+    }
+  });
+
+  test("a restarted one holds every stored link from startup, and reads a person's facts once", async () => {
     const first = await counted(true);
     await first.capture([
       set("r", { a: 1 }),
@@ -70,11 +88,11 @@ describe("a sole writer (embedded: chDB locks the data directory to one process)
     try {
       expect(await capture([set("r-anon", { b: 2 })])).toEqual({
         links: { hits: 1, misses: 0 },
-        persons: { hits: 1, misses: 0 },
+        persons: { hits: 0, misses: 1 },
       });
       expect(await capture([set("r", { c: 3 }), { event: "$pageview", distinct_id: "new" }])).toEqual({
         links: { hits: 2, misses: 0 },
-        persons: { hits: 1, misses: 0 },
+        persons: { hits: 2, misses: 0 },
       });
       expect((await personOf(service.db, "r-anon"))?.properties).toEqual({ a: 1, b: 2, c: 3 });
     } finally {
@@ -82,19 +100,19 @@ describe("a sole writer (embedded: chDB locks the data directory to one process)
     }
   });
 
-  test("when the stored links and persons do not all fit its caches, it reads what they do not hold", async () => {
+  test("when the stored links do not all fit its cache, it reads what the cache does not hold", async () => {
     const first = await counted(true);
     await first.capture([1, 2, 3].map((n) => set(`many-${n}`, { n })));
     await first.service.stop({ drop: false });
     const database = first.service.config.clickhouse.database;
-    const small = { cacheCapacity: 2, personCacheBytes: 1 };
-    const { service, capture } = await counted(true, { CLICKHOUSE_DATABASE: database }, small);
+    const { service, capture } = await counted(true, { CLICKHOUSE_DATABASE: database }, { cacheCapacity: 2 });
     try {
-      // two of the three stored links were kept; the third, and any new ID, must be read; no person fits
+      // two of the three stored links were kept; the third, and any new ID, must be read
       const lookups = await capture([1, 2, 3, 4].map((n) => set(`many-${n}`, { again: n })));
       expect(lookups.links!.misses).toBeGreaterThanOrEqual(2);
       expect(lookups.links!.hits + lookups.links!.misses).toBe(4);
-      expect(lookups.persons).toEqual({ hits: 0, misses: 3 });
+      // not knowing every link, it cannot tell that many-4 is new: it reads its facts too
+      expect(lookups.persons).toEqual({ hits: 0, misses: 4 });
       expect(new Set((await events(service.db)).map((event) => event.person_id)).size).toBe(4);
       expect((await personOf(service.db, "many-3"))?.properties).toEqual({ n: 3, again: 3 });
     } finally {
@@ -102,12 +120,12 @@ describe("a sole writer (embedded: chDB locks the data directory to one process)
     }
   });
 
-  test("after a failed write it trusts nothing the batch touched, and reads it all again", async () => {
+  test("after a failed write it trusts nothing the flush touched, and reads it all again", async () => {
     const { service, capture } = await counted(true);
     const table = service.db.table("person_distinct_ids");
     try {
       await capture([set("f-user", { a: 1 }), { event: "$pageview", distinct_id: "f-anon" }]);
-      // Persons are written, then the links insert fails: ClickHouse now holds persons the cache never saw.
+      // Facts and persons are written, then the links insert fails: ClickHouse holds what the cache never saw.
       await service.db.command(`ALTER TABLE ${table} ADD CONSTRAINT refuse CHECK version = 0`);
       const identify = { event: "$identify", distinct_id: "f-user", properties: { $anon_distinct_id: "f-anon" } };
       const logged = spyOn(console, "error").mockImplementation(() => {});
@@ -119,7 +137,7 @@ describe("a sole writer (embedded: chDB locks the data directory to one process)
       }
       expect(await capture([identify])).toEqual({
         links: { hits: 0, misses: 2 },
-        persons: { hits: 0, misses: 2 },
+        persons: { hits: 0, misses: 1 },
       });
       expect(await capture([set("f-anon", { b: 2 })])).toEqual({
         links: { hits: 1, misses: 0 },
@@ -146,13 +164,14 @@ describe("a sole writer (embedded: chDB locks the data directory to one process)
         await service.db.command(`ALTER TABLE ${table} DROP CONSTRAINT refuse`);
       }
     };
+    const pageview = (distinctId: string) => capture([{ event: "$pageview", distinct_id: distinctId }]);
     try {
       await failing("a", 5_000);
       // 5,000 unsure: an ID that is not one of them is still known to be new
-      expect(await capture([{ event: "$pageview", distinct_id: "new-1" }])).toEqual({ links: { hits: 1, misses: 0 } });
+      expect(await pageview("new-1")).toEqual({ links: { hits: 1, misses: 0 }, persons: { hits: 1, misses: 0 } });
       await failing("b", 5_001);
-      expect(await capture([{ event: "$pageview", distinct_id: "new-2" }])).toEqual({ links: { hits: 0, misses: 1 } });
-      expect(await capture([{ event: "$pageview", distinct_id: "a-0" }])).toEqual({ links: { hits: 0, misses: 1 } });
+      expect(await pageview("new-2")).toEqual({ links: { hits: 0, misses: 1 }, persons: { hits: 0, misses: 1 } });
+      expect(await pageview("a-0")).toEqual({ links: { hits: 0, misses: 1 }, persons: { hits: 0, misses: 1 } });
     } finally {
       await service.stop();
     }
@@ -160,12 +179,15 @@ describe("a sole writer (embedded: chDB locks the data directory to one process)
 });
 
 describe("beside other writers (a ClickHouse server other instances may write to)", () => {
-  test("an event that changes a person reads its link and person from ClickHouse every time", async () => {
+  test("an event that changes a person always reads its facts; cached links serve the rest", async () => {
     const { service, capture } = await counted(false);
     try {
-      expect(await capture([set("s", { a: 1 })])).toEqual({ links: { hits: 0, misses: 1 } });
-      expect(await capture([set("s", { b: 2 })])).toEqual({
+      expect(await capture([set("s", { a: 1 })])).toEqual({
         links: { hits: 0, misses: 1 },
+        persons: { hits: 0, misses: 1 },
+      });
+      expect(await capture([set("s", { b: 2 })])).toEqual({
+        links: { hits: 1, misses: 0 },
         persons: { hits: 0, misses: 1 },
       });
       // an event that changes nothing may use the cached link (within the staleness bound)
@@ -180,9 +202,10 @@ describe("beside other writers (a ClickHouse server other instances may write to
 test("by default a process is the sole writer when embedded, and one of several on a server", async () => {
   const { service, capture } = await counted(undefined);
   try {
-    await capture([set("d", { a: 1 })]);
-    const second = await capture([set("d", { b: 2 })]);
-    expect(second.links).toEqual(service.db.backend === "embedded" ? { hits: 1, misses: 0 } : { hits: 0, misses: 1 });
+    const lookups = await capture([set("d", { a: 1 })]);
+    expect(lookups.persons).toEqual(
+      service.db.backend === "embedded" ? { hits: 1, misses: 0 } : { hits: 0, misses: 1 },
+    );
   } finally {
     await service.stop();
   }

@@ -138,11 +138,11 @@ export class IdentityModel {
         });
         continue;
       }
-      const identified = this.#identified.filter((i) => ids.has(i.distinctId)).sort((a, b) => (a.at < b.at ? -1 : 1));
+      const identified = this.identifiedPrimary(birth.distinctId);
       result.set(birth.personId, {
-        primary: identified[0]?.distinctId ?? survivor.distinctId,
-        properties: this.#properties(ids),
-        identified: identified.length > 0,
+        primary: identified ?? survivor.distinctId,
+        properties: this.properties(birth.distinctId),
+        identified: identified !== undefined,
         deleted: false,
         createdAt: survivor.at,
       });
@@ -150,11 +150,18 @@ export class IdentityModel {
     return result;
   }
 
+  /** The primary ID of an ID's person if it is identified: its earliest identified ID. Order-independent. */
+  identifiedPrimary(distinctId: string): string | undefined {
+    const ids = this.component(distinctId);
+    return this.#identified.filter((i) => ids.has(i.distinctId)).sort((a, b) => (a.at < b.at ? -1 : 1))[0]?.distinctId;
+  }
+
   /**
-   * Per key: the latest `$set` or `$unset`; with none, the earliest `$set_once`; after an `$unset`, the latest
-   * `$set_once` that came after it, if any.
+   * The properties of an ID's person, per key: the latest `$set` or `$unset`; with none, the earliest
+   * `$set_once`; after an `$unset`, the latest `$set_once` that came after it, if any. Order-independent.
    */
-  #properties(ids: Set<string>): Record<string, unknown> {
+  properties(distinctId: string): Record<string, unknown> {
+    const ids = this.component(distinctId);
     const byKey = Map.groupBy(
       [...ids].flatMap((id) => this.#updates.get(id) ?? []),
       (update) => update.key,

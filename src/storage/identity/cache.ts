@@ -33,13 +33,18 @@ export function linkCache(
 
 /**
  * Sole writer only: each person's facts, folded (`Component`), under every one of its distinct IDs, within about
- * `maxBytes` of memory; past it the least recently used ID goes first. Each ID's entry counts its share of the
- * person's size, so a person costs about its size however many IDs it has. An evicted ID only means a read the
- * next time an event names it: the person stays whole under its other IDs.
+ * `maxBytes` of memory; past it the least recently used ID goes first. Fill it with `cachePerson`. An evicted
+ * ID only means a read the next time an event names it: the person stays whole under its other IDs.
  */
 export function personCache(maxBytes: number): PersonCache {
-  return new LRUCache<string, Component>({
-    maxSize: maxBytes,
-    sizeCalculation: (component) => Math.max(1, Math.ceil(component.bytes / component.members.size)),
-  });
+  return new LRUCache<string, Component>({ maxSize: maxBytes });
+}
+
+/**
+ * Caches a person under each of its IDs, each entry counting its share of the person's size, so a person costs
+ * about its size however many IDs it has. The size is measured once, not once an ID.
+ */
+export function cachePerson(cache: PersonCache, person: Component): void {
+  const size = Math.max(1, Math.ceil(person.bytes / person.members.size));
+  for (const id of person.members) cache.set(id, person, { size });
 }

@@ -160,12 +160,10 @@ export class Component {
   }
 
   /**
-   * The other persons births created here, each now merged into the one that survives: written deleted, at the
-   * survivor's version, with no properties.
+   * The other persons births created here, each now merged into `survivor` (this component's `person()`): written
+   * deleted, at the survivor's version, with no properties.
    */
-  mergedAway(): Person[] {
-    const survivor = this.person();
-    if (survivor === undefined) return [];
+  mergedAway(survivor: Person): Person[] {
     return [...this.births]
       .filter(([id]) => id !== survivor.id)
       .map(([id, birth]) => ({
@@ -234,7 +232,6 @@ export function components(
     return component;
   };
   for (const fact of facts) componentOf(fact.distinct_id).add(fact);
-  for (const [a] of together) componentOf(a).members.add(a);
-  for (const [, b] of together) componentOf(b).members.add(b);
+  for (const pair of together) for (const id of pair) componentOf(id).members.add(id);
   return [...byRoot.values()];
 }

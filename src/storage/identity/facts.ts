@@ -47,9 +47,9 @@ export interface FactRow {
 }
 
 export const EPOCH = "1970-01-01 00:00:00.000000" as Timestamp;
-export const NO_WRITE: LastWrite = [0, EPOCH, 0, 0, ""];
-export const NO_FIRST_ONCE: FirstOnce = [1, EPOCH, 0, ""];
-export const NO_LAST_ONCE: LastOnce = [0, EPOCH, 0, ""];
+const NO_WRITE: LastWrite = [0, EPOCH, 0, 0, ""];
+const NO_FIRST_ONCE: FirstOnce = [1, EPOCH, 0, ""];
+const NO_LAST_ONCE: LastOnce = [0, EPOCH, 0, ""];
 
 /** A fact other than a property update, written once. */
 export function identityFact(kind: Exclude<FactKind, "property">, distinctId: string, name: string, at: When): FactRow {

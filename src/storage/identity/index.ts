@@ -4,6 +4,5 @@ export {
   type IdentityOptions,
   IdentityResolver,
   type Preloaded,
-  type Prepared,
   type Resolution,
 } from "./resolver";

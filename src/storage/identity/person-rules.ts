@@ -63,11 +63,6 @@ export function personIntentOf(event: CapturedEvent): PersonIntent {
   };
 }
 
-/** Whether applying the event may change a link or a person (rather than only read them). */
-export function changesPersons(intent: PersonIntent): boolean {
-  return intent.linkedId !== undefined || intent.updates !== undefined || intent.identifies;
-}
-
 export interface PersonUpdates {
   readonly set: Properties | undefined;
   readonly setOnce: Properties | undefined;
@@ -97,24 +92,4 @@ function merged(inProperties: unknown, topLevel: Properties | undefined): Proper
   const inside = isObject(inProperties) ? inProperties : undefined;
   if (topLevel === undefined) return inside;
   return inside === undefined ? topLevel : { ...inside, ...topLevel };
-}
-
-/**
- * The person's properties (JSON text) after the updates, or undefined if they change nothing. `$set_once` fills
- * absent keys, then `$set` overwrites, then `$unset` removes: within one event, `$set` beats `$set_once` and
- * `$unset` beats both.
- */
-export function updatedProperties(current: string, updates: PersonUpdates): string | undefined {
-  // No prototype, so a key such as `__proto__` is stored like any other instead of reaching a setter.
-  const next: Properties = Object.assign(Object.create(null), JSON.parse(current));
-  for (const [key, value] of Object.entries(updates.setOnce ?? {})) if (!Object.hasOwn(next, key)) next[key] = value;
-  Object.assign(next, updates.set);
-  for (const key of updates.unset ?? []) delete next[key];
-  const text = JSON.stringify(next);
-  return text === current ? undefined : text;
-}
-
-/** Both persons' properties (JSON text), `into`'s winning where both have a key. */
-export function mergedProperties(from: string, into: string): string {
-  return JSON.stringify({ ...JSON.parse(from), ...JSON.parse(into) });
 }

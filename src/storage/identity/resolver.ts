@@ -2,7 +2,7 @@ import type { CapturedEvent } from "../../event";
 import type { ClickHouse } from "../clickhouse";
 import { type DistinctIdRow, linkRow, type PersonRow, personRow } from "../rows";
 import { ArrivalClock } from "./arrival-clock";
-import { type LinkCache, linkCache, type PersonCache, personCache } from "./cache";
+import { cachePerson, type LinkCache, linkCache, type PersonCache, personCache } from "./cache";
 import { Component, components } from "./component";
 import { type FactRow, factsOf } from "./facts";
 import { legacyFacts } from "./legacy";
@@ -191,7 +191,7 @@ export class IdentityResolver {
     for (const component of derived) {
       const person = component.person();
       if (person === undefined) continue; // facts of IDs whose links were never derived here: left as they are
-      persons.push(personRow(person), ...component.mergedAway().map(personRow));
+      persons.push(personRow(person), ...component.mergedAway(person).map(personRow));
       const link: Link = { personId: person.id, version: component.linkVersion };
       const before = linkedBefore.get(component);
       const unchanged = before?.personId === person.id && before.linkVersion === link.version;
@@ -255,7 +255,7 @@ export class IdentityResolver {
     if (this.#unsure.size > 0) for (const id of resolution.links.keys()) this.#unsure.delete(id);
     const persons = this.#persons;
     if (persons === undefined) return;
-    for (const component of resolution.derived) for (const id of component.members) persons.set(id, component);
+    for (const component of resolution.derived) cachePerson(persons, component);
   }
 
   /** After a failed write: forgets every ID the flush named, so no later flush trusts what it cached of them. */

@@ -191,10 +191,13 @@ export class IdentityResolver {
     for (const component of derived) {
       const person = component.person();
       if (person === undefined) continue; // facts of IDs whose links were never derived here: left as they are
-      persons.push(personRow(person), ...component.mergedAway(person).map(personRow));
       const link: Link = { personId: person.id, version: component.linkVersion };
       const before = linkedBefore.get(component);
+      // A cached person whose identity facts the flush left as they were: its links and its merged-away persons
+      // are stored as they were derived, and only a sole writer has such a cache, so nothing can outrank them.
       const unchanged = before?.personId === person.id && before.linkVersion === link.version;
+      persons.push(personRow(person));
+      if (!unchanged) persons.push(...component.mergedAway(person).map(personRow));
       for (const id of component.members) {
         personOf.set(id, person.id);
         links.set(id, link);

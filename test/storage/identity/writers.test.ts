@@ -1,7 +1,8 @@
 import { describe, expect, spyOn, test } from "bun:test";
 import type { StorageObserver } from "../../../src/storage";
 import type { IdentityOptions } from "../../../src/storage/identity";
-import { events, personOf } from "../../helpers/rows";
+import { personIdFor } from "../../../src/storage/identity";
+import { count, events, personOf, persons } from "../../helpers/rows";
 import { send, startService } from "../../helpers/service";
 
 const KEY = "key-1";
@@ -72,6 +73,25 @@ describe("a sole writer (embedded: chDB locks the data directory to one process)
         persons: { hits: 1, misses: 0 },
       });
       expect((await personOf(service.db, "two-anon"))?.properties).toEqual({ a: 1, b: 2 });
+    } finally {
+      await service.stop();
+    }
+  });
+
+  test("an update of a cached person rewrites neither its links nor the persons merged into it", async () => {
+    const { service, capture } = await counted(true);
+    try {
+      await capture([set("keep-user", { a: 1 }), set("keep-anon", { b: 2 })]);
+      await capture([{ event: "$identify", distinct_id: "keep-user", properties: { $anon_distinct_id: "keep-anon" } }]);
+      const rows = async () => [
+        await count(service.db, "persons", `id = '${personIdFor("keep-anon")}'`),
+        await count(service.db, "person_distinct_ids"),
+      ];
+      const before = await rows();
+      expect(await capture([set("keep-anon", { c: 3 })])).toMatchObject({ persons: { hits: 1, misses: 0 } });
+      expect(await rows()).toEqual(before);
+      expect((await persons(service.db)).get(personIdFor("keep-anon"))?.is_deleted).toBe(1);
+      expect((await personOf(service.db, "keep-anon"))?.properties).toEqual({ a: 1, b: 2, c: 3 });
     } finally {
       await service.stop();
     }

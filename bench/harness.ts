@@ -207,6 +207,38 @@ export function parseWrk(output: string) {
   };
 }
 
+/**
+ * wrk posting the batches of `bodiesFile` for SECONDS over `connections`, to `url`, or with `ports`, one thread
+ * per port on the URL's host (so that the connections are spread evenly over several services); its output.
+ */
+export async function runWrk(
+  url: string,
+  bodiesFile: string,
+  { connections = CONNECTIONS, ports = [] as readonly number[] } = {},
+): Promise<string> {
+  const threads = Math.max(2, ports.length);
+  const wrk = Bun.spawn(
+    [
+      "wrk",
+      `-t${threads}`,
+      `-c${connections}`,
+      `-d${SECONDS}s`,
+      "--timeout",
+      "30s",
+      "--latency",
+      "-s",
+      join(ROOT, "bench", "wrk.lua"),
+      url,
+      "--",
+      bodiesFile,
+    ],
+    { stdout: "pipe", stderr: "inherit", env: { ...process.env, BENCH_PORTS: ports.join(",") } },
+  );
+  const output = await new Response(wrk.stdout).text();
+  await wrk.exited;
+  return output;
+}
+
 /** Warms the service up (JIT, first parts), then drives it with wrk for SECONDS while sampling its RSS and CPU. */
 export async function drive(service: Service, bodiesFile: string): Promise<LoadResult> {
   const pid = service.child.pid;
@@ -223,25 +255,7 @@ export async function drive(service: Service, bodiesFile: string): Promise<LoadR
   const before = await flushes(service);
   const loggedBefore = service.output().lastIndexOf("\n") + 1; // the start of the line being written, if any
   const cpuBefore = threadCpu(pid);
-  const wrk = Bun.spawn(
-    [
-      "wrk",
-      "-t2",
-      `-c${CONNECTIONS}`,
-      `-d${SECONDS}s`,
-      "--timeout",
-      "30s",
-      "--latency",
-      "-s",
-      join(ROOT, "bench", "wrk.lua"),
-      service.url,
-      "--",
-      bodiesFile,
-    ],
-    { stdout: "pipe", stderr: "inherit" },
-  );
-  const output = await new Response(wrk.stdout).text(); // async, so the RSS sampler keeps running
-  await wrk.exited;
+  const output = await runWrk(service.url, bodiesFile); // async, so the RSS sampler keeps running
   clearInterval(sampler);
   const cpu = cpuSpent(cpuBefore, threadCpu(pid));
   const after = await flushes(service);

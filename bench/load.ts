@@ -1,5 +1,5 @@
 /**
- * `npm run bench [http|mix|new|persons]`: the service as its own process on a fresh data directory, driven by
+ * `npm run bench [http|mix|new|persons|query|instances]`: the service as its own process on a fresh data directory, driven by
  * wrk (a separate load generator) with posthog-node-shaped batches of 100 events, against the engine's own
  * insert rate for the same rows, measured in the same run. Never part of .ci/run.
  *
@@ -9,6 +9,7 @@
  *   persons  the http load over 10,000 and over 1,000,000 known persons (seeded through the service first),
  *            each measured cold (just restarted) and warm (right after)
  *   query    the http load with and without a client looping a heavy scan on the query port
+ *   instances  the mix load over 1, 2 and 3 instances sharing one engine (its writable query port)
  *
  * The service's own settings pass through (e.g. FLUSH_LINGER_MS=0) and are printed first.
  * BENCH_SECONDS (30) and BENCH_CONNECTIONS (16) set the load; BENCH_PEOPLE (1,000,000) the large population of
@@ -40,11 +41,12 @@ import {
   stop,
   TUNING,
 } from "./harness";
+import { runInstances } from "./instances";
 import { runPersons } from "./persons";
 import { runQuery } from "./query";
 import { EVENTS_PER_BATCH, PEOPLE, type Population, writeBodies } from "./workload";
 
-const MODE = (process.argv[2] ?? "http") as "http" | "mix" | "new" | "persons" | "query";
+const MODE = (process.argv[2] ?? "http") as "http" | "mix" | "new" | "persons" | "query" | "instances";
 
 /** http, mix, new: one load on a fresh service, against the engine at 10,000 rows an insert and at the flush size. */
 async function runLoad(work: string, population: Population): Promise<void> {
@@ -113,6 +115,7 @@ const work = mkdtempSync(join(tmpdir(), "ingest-bench-"));
 try {
   if (MODE === "persons") await runPersons(work);
   else if (MODE === "query") await runQuery(work);
+  else if (MODE === "instances") await runInstances(work);
   else await runLoad(work, { shape: MODE === "http" ? "known" : MODE, people: PEOPLE });
 } finally {
   for (const service of running) await stop(service);

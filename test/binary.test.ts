@@ -2,10 +2,10 @@ import { beforeAll, expect, test } from "bun:test";
 import { copyFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import pkg from "../package.json" with { type: "json" };
-import { TABLES } from "../src/storage/schema";
 import { queryRows, ROOT, rssMiB, startProcess } from "./helpers/process";
 import { scratchDir } from "./helpers/scratch";
 import { uniqueDatabase } from "./helpers/service";
+import { standInClickHouse } from "./helpers/stand-in-clickhouse";
 
 // The single executable, as an operator gets it: `npm run build`, copied alone into an empty directory, run with
 // an environment that has no PATH (so no node and no bun), on the embedded engine and against a ClickHouse server.
@@ -89,38 +89,20 @@ test("on the embedded engine: first start unpacks it once, later starts reuse it
 }, 120_000);
 
 test("with CLICKHOUSE_URL: ingests through the server and never loads (or unpacks) chDB", async () => {
-  // A stand-in ClickHouse server: answers the schema check with the expected columns, lookups with no rows,
-  // and records every statement.
-  const statements: string[] = [];
-  const columns = TABLES.flatMap((table) =>
-    Object.entries(table.columns).map(([name, type]) => JSON.stringify({ table: table.name, name, type })),
-  ).join("\n");
-  const clickhouse = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    async fetch(request) {
-      const url = new URL(request.url);
-      const body = await request.text();
-      const query = url.searchParams.get("query") ?? body;
-      statements.push(query.trim().split(/\s+/).slice(0, 3).join(" "));
-      const rows = query.includes("system.columns") ? columns : "";
-      return new Response(rows, {
-        headers: { "Content-Type": "application/x-ndjson", "X-ClickHouse-Format": "JSONEachRow" },
-      });
-    },
-  });
+  const clickhouse = standInClickHouse();
   try {
     const cache = scratchDir("ingest-binary-unused-cache-");
-    const service = await run({ CLICKHOUSE_URL: clickhouse.url.href, CHDB_CACHE_DIR: cache });
+    const service = await run({ CLICKHOUSE_URL: clickhouse.url, CHDB_CACHE_DIR: cache });
     expect(await ingest(service.url, "via_server")).toEqual({
       status: 200,
       body: { status: "ok", ingested: 1, dropped: 0 },
     });
     service.child.kill("SIGTERM");
     expect(await service.child.exited).toBe(0);
+    const statements = clickhouse.recorded.map((r) => r.statement.split(/\s+/).slice(0, 3).join(" "));
     expect(statements).toContain("INSERT INTO `default`.`events`");
     expect(readdirSync(cache)).toEqual([]); // chDB was never loaded
   } finally {
-    await clickhouse.stop(true);
+    await clickhouse.stop();
   }
 }, 60_000);

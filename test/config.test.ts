@@ -63,11 +63,23 @@ describe("loadConfig", () => {
       user: "ingest",
       password: " secret ",
       database: "analytics",
+      cluster: undefined,
     });
     expect(loadConfig({ CLICKHOUSE_URL: "https://ch.example.com" }).clickhouse).toMatchObject({
       user: "default",
       password: "",
     });
+  });
+
+  test("CLICKHOUSE_CLUSTER names the server's cluster; without a server there is none, so it is refused with one", () => {
+    const server = { CLICKHOUSE_URL: "http://clickhouse-1:8123" };
+    expect(loadConfig({ ...server, CLICKHOUSE_CLUSTER: " analytics-1 " }).clickhouse).toMatchObject({
+      cluster: "analytics-1",
+    });
+    expect(() => loadConfig({ ...server, CLICKHOUSE_CLUSTER: "a cluster; DROP" })).toThrow("CLICKHOUSE_CLUSTER");
+    expect(() => loadConfig({ CLICKHOUSE_CLUSTER: "analytics" })).toThrow(
+      "CLICKHOUSE_CLUSTER names a cluster of ClickHouse servers",
+    );
   });
 
   test("empty values count as unset", () => {

@@ -9,6 +9,8 @@ export type ClickHouseConfig =
       readonly user: string;
       readonly password: string;
       readonly database: string;
+      /** The cluster the server belongs to, for `ON CLUSTER` DDL and replicated tables; unset: one server. */
+      readonly cluster: string | undefined;
     }
   | {
       readonly kind: "embedded";
@@ -25,6 +27,7 @@ type ClickHouseKey =
   | "clickhouseUser"
   | "clickhousePassword"
   | "clickhouseDatabase"
+  | "clickhouseCluster"
   | "dataDir"
   | "fsync"
   | "chdbCacheDir";
@@ -75,6 +78,7 @@ export function loadConfig(env: Env = process.env): Config {
     clickhouseUser,
     clickhousePassword,
     clickhouseDatabase,
+    clickhouseCluster,
     dataDir,
     fsync,
     chdbCacheDir,
@@ -91,6 +95,7 @@ export function loadConfig(env: Env = process.env): Config {
             user: clickhouseUser,
             password: clickhousePassword,
             database: clickhouseDatabase,
+            cluster: clickhouseCluster,
           },
   };
 }

@@ -298,6 +298,16 @@ export const SETTINGS = {
     help: "Database for every table, created if missing (letters, digits, `_`).",
     backend: "any",
   }),
+  clickhouseCluster: setting<string | undefined>({
+    env: "CLICKHOUSE_CLUSTER",
+    parse: type(/^[A-Za-z_][A-Za-z0-9_.-]*$/),
+    default: undefined,
+    shownDefault: "none (one server)",
+    help: "The server's cluster (`remote_servers`): tables are created `ON CLUSTER`, replicated, events sharded.",
+    backend: "server",
+    refusedElsewhere:
+      "CLICKHOUSE_CLUSTER names a cluster of ClickHouse servers; set CLICKHOUSE_URL to one of its nodes",
+  }),
   dataDir: setting({
     env: "DATA_DIR",
     parse: path,

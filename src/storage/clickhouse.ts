@@ -4,6 +4,9 @@ import type { ClickHouseConfig } from "../config";
 import { prepareEmbeddedEngine } from "./embedded/unpack";
 import { chunkByBytes, literalList } from "./sql";
 
+/** ClickHouse settings, by name. */
+export type Settings = Readonly<Record<string, number>>;
+
 /**
  * Every table here collapses rows by key (Replacing- and AggregatingMergeTree), and every read collapses them again
  * (FINAL, argMax, the -Merge combinators), since rows of separate inserts are only collapsed by merges anyway. So
@@ -28,12 +31,16 @@ const WRITE_PATH_SETTINGS = { priority: WRITE_PATH_PRIORITY } as const;
  */
 export class ClickHouse {
   /** What each insert sets itself: nothing embedded, where the session holds `INSERT_SETTINGS` already. */
-  readonly #insertSettings: Readonly<Record<string, number>>;
+  readonly #insertSettings: Settings;
+  /** What inserts into a table add on a cluster (`setInsertSettings`). */
+  #tableSettings: Readonly<Record<string, Settings>> = {};
 
   private constructor(
     private readonly client: ClickHouseClient,
     readonly database: string,
     readonly backend: ClickHouseConfig["kind"],
+    /** The cluster whose nodes share the tables (`CLICKHOUSE_CLUSTER`), if any. */
+    readonly cluster?: string,
   ) {
     this.#insertSettings = backend === "server" ? INSERT_SETTINGS : {};
   }
@@ -42,7 +49,7 @@ export class ClickHouse {
   static async connect(config: ClickHouseConfig): Promise<ClickHouse> {
     if (config.kind === "server") {
       const client = createClient({ url: config.url, username: config.user, password: config.password });
-      return new ClickHouse(client, config.database, "server");
+      return new ClickHouse(client, config.database, "server", config.cluster);
     }
     // chDB binds one data directory per process; connections to the same directory share the engine.
     mkdirSync(config.dataDir, { recursive: true });
@@ -73,7 +80,7 @@ export class ClickHouse {
    * to this query alone: a `SETTINGS` clause embedded (where the client would `SET` them on the one session for
    * good), URL parameters on a server (which may refuse a clause that changes settings, as the query port does).
    */
-  async rows<Row>(query: string, settings: Readonly<Record<string, number>> = {}): Promise<Row[]> {
+  async rows<Row>(query: string, settings: Settings = {}): Promise<Row[]> {
     const entries = Object.entries(settings);
     const result =
       this.backend === "embedded" && entries.length > 0
@@ -108,8 +115,13 @@ export class ClickHouse {
       values: rows.map((row) => columns.map((column) => row[column])),
       format: "JSONCompactEachRow",
       columns,
-      clickhouse_settings: this.#insertSettings,
+      clickhouse_settings: { ...this.#insertSettings, ...this.#tableSettings[table] },
     });
+  }
+
+  /** Settings every later insert into a table carries, by table name (the schema's, for a cluster). */
+  setInsertSettings(settings: Readonly<Record<string, Settings>>): void {
+    this.#tableSettings = settings;
   }
 
   async close(): Promise<void> {

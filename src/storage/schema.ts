@@ -1,13 +1,26 @@
-import type { ClickHouse } from "./clickhouse";
+import type { ClickHouse, Settings } from "./clickhouse";
 import { literal } from "./sql";
 
-/** A table this service owns: its columns (name → type as ClickHouse reports it) and the rest of its DDL. */
+/**
+ * Where a table's rows live on a cluster (`CLICKHOUSE_CLUSTER`; docs/scale-out.md#clusters). On one server every
+ * table is a plain one of its name.
+ * - `everywhere`: one table a node, all replicas of each other, so identity lookups read the node they ask;
+ * - `sharded`: a table a node named `<name>_local`, replicated within its shard, behind a `Distributed` table of
+ *   the name that spreads inserts by `by` (none: nothing inserts through it) and reads every shard.
+ */
+type Placement = { readonly kind: "everywhere" } | { readonly kind: "sharded"; readonly by?: string };
+
+/** A table this service owns: its columns (name → type as ClickHouse reports it), engine and keys. */
 interface TableSpec {
   readonly name: string;
   readonly columns: Readonly<Record<string, string>>;
-  /** Everything after the column list: indexes, engine, keys. */
-  readonly definition: string;
   readonly indexes?: readonly string[];
+  readonly engine: "ReplacingMergeTree" | "AggregatingMergeTree";
+  /** The engine's own arguments (ReplacingMergeTree's version column). */
+  readonly engineArgs?: string;
+  /** Everything after the engine: partitioning, sorting key, settings. */
+  readonly keys: string;
+  readonly placement: Placement;
 }
 
 const UTC_MICROS = "DateTime64(6, 'UTC')";
@@ -21,7 +34,8 @@ const POINT_LOOKUPS = "SETTINGS index_granularity = 1024";
 
 /**
  * - `events` follows PostHog's layout. ReplacingMergeTree on a key that ends in the event's uuid, so a retried
- *   event (same uuid, timestamp, name and distinct ID) collapses to one row; the newest copy wins.
+ *   event (same uuid, timestamp, name and distinct ID) collapses to one row; the newest copy wins. On a cluster
+ *   it is sharded by distinct ID, so a retried event lands on the shard that holds its first copy.
  * - `persons` and `person_distinct_ids` keep every version and collapse to the highest `version` (FINAL, or
  *   argMax). `is_deleted` is a plain column, so a merged-away person still shows in FINAL, marked deleted.
  *   The bloom filter finds a person's distinct IDs without scanning the table (needed for merges).
@@ -30,6 +44,7 @@ const POINT_LOOKUPS = "SETTINGS index_granularity = 1024";
  * - `sessions` is kept by a materialized view over events that carry `$session_id`. Counts are exact sets of
  *   event uuids (uniqExact), so an event that arrives twice is counted once; the other columns are min/max and
  *   first/last values, which a repeat cannot change. Read it with the -Merge combinators grouped by `session_id`.
+ *   On a cluster each shard sums up its own events, and a read merges the shards' partial rows.
  */
 export const TABLES: readonly TableSpec[] = [
   {
@@ -47,9 +62,11 @@ export const TABLES: readonly TableSpec[] = [
       host: "String",
       created_at: UTC_MICROS,
     },
-    definition: `ENGINE = ReplacingMergeTree(created_at)
-    PARTITION BY toYYYYMM(timestamp)
+    engine: "ReplacingMergeTree",
+    engineArgs: "created_at",
+    keys: `PARTITION BY toYYYYMM(timestamp)
     ORDER BY (toDate(timestamp), event, cityHash64(distinct_id), cityHash64(uuid))`,
+    placement: { kind: "sharded", by: "cityHash64(distinct_id)" },
   },
   {
     name: "persons",
@@ -62,13 +79,19 @@ export const TABLES: readonly TableSpec[] = [
       created_at: UTC_MICROS,
       version: "UInt64",
     },
-    definition: `ENGINE = ReplacingMergeTree(version) ORDER BY id ${POINT_LOOKUPS}`,
+    engine: "ReplacingMergeTree",
+    engineArgs: "version",
+    keys: `ORDER BY id ${POINT_LOOKUPS}`,
+    placement: { kind: "everywhere" },
   },
   {
     name: "person_distinct_ids",
     columns: { distinct_id: "String", person_id: "UUID", is_deleted: "UInt8", version: "UInt64" },
     indexes: ["INDEX person_id_index person_id TYPE bloom_filter GRANULARITY 1"],
-    definition: `ENGINE = ReplacingMergeTree(version) ORDER BY distinct_id ${POINT_LOOKUPS}`,
+    engine: "ReplacingMergeTree",
+    engineArgs: "version",
+    keys: `ORDER BY distinct_id ${POINT_LOOKUPS}`,
+    placement: { kind: "everywhere" },
   },
   {
     name: "identity_facts",
@@ -82,7 +105,9 @@ export const TABLES: readonly TableSpec[] = [
       last_once: `SimpleAggregateFunction(max, Tuple(UInt8, ${UTC_MICROS}, UInt64, String))`,
       writes: "SimpleAggregateFunction(sum, UInt64)",
     },
-    definition: `ENGINE = AggregatingMergeTree ORDER BY (distinct_id, kind, name) ${POINT_LOOKUPS}`,
+    engine: "AggregatingMergeTree",
+    keys: `ORDER BY (distinct_id, kind, name) ${POINT_LOOKUPS}`,
+    placement: { kind: "everywhere" },
   },
   {
     name: "sessions",
@@ -96,32 +121,24 @@ export const TABLES: readonly TableSpec[] = [
       entry_url: `AggregateFunction(argMin, String, ${UTC_MICROS})`,
       exit_url: `AggregateFunction(argMax, String, ${UTC_MICROS})`,
     },
-    definition: "ENGINE = AggregatingMergeTree ORDER BY session_id",
+    engine: "AggregatingMergeTree",
+    keys: "ORDER BY session_id",
+    placement: { kind: "sharded" },
   },
 ];
 
-/** The database does not hold the tables this service writes, in a way it will not repair by itself. */
-export class SchemaError extends Error {
-  override name = "SchemaError";
-}
-
 /**
- * Creates the database, tables and the sessions view if they are missing, then checks what exists: a missing
- * column is added (safe: it only gets its default in old rows); a column of another type is a `SchemaError`
- * naming the table, because writing on would silently lose or mangle data. Extra columns are left alone.
- * Safe to run at every start.
+ * Keeper paths of the replicated tables (`{database}` and `{table}` are expanded when a table is created,
+ * `{shard}` and `{replica}` are each node's macros). Sharded tables replicate within a shard; the identity tables
+ * have one path for the whole cluster, so every node is a replica of them.
  */
-export async function createSchema(db: ClickHouse, onRepair: RepairObserver = warnRepair): Promise<void> {
-  await db.command(`CREATE DATABASE IF NOT EXISTS \`${db.database}\``);
-  for (const table of TABLES) {
-    const columns = Object.entries(table.columns).map(([name, type]) => `${name} ${type}`);
-    await db.command(
-      `CREATE TABLE IF NOT EXISTS ${db.table(table.name)} (${[...columns, ...(table.indexes ?? [])].join(", ")}) ${table.definition}`,
-    );
-  }
-  await db.command(
-    `CREATE MATERIALIZED VIEW IF NOT EXISTS ${db.table("sessions_mv")} TO ${db.table("sessions")} AS
-    SELECT
+export const KEEPER_PATHS = {
+  sharded: "/clickhouse/tables/{shard}/{database}/{table}",
+  everywhere: "/clickhouse/tables/all/{database}/{table}",
+} as const;
+
+/** The sessions view's query, over the table the events are inserted into on this node. */
+const sessionsView = (events: string): string => `SELECT
       session_id,
       argMinState(distinct_id, timestamp) AS distinct_id,
       min(timestamp) AS min_timestamp,
@@ -130,11 +147,165 @@ export async function createSchema(db: ClickHouse, onRepair: RepairObserver = wa
       uniqExactIfState(uuid, event = '$pageview') AS pageview_count,
       argMinIfState(current_url, timestamp, current_url != '') AS entry_url,
       argMaxIfState(current_url, timestamp, current_url != '') AS exit_url
-    FROM ${db.table("events")}
+    FROM ${events}
     WHERE session_id != ''
-    GROUP BY session_id`,
+    GROUP BY session_id`;
+
+/** One object of the schema: a table (with the columns the check compares) or the view. */
+export interface SchemaObject {
+  readonly name: string;
+  /** As `system.tables.engine` reports it. */
+  readonly engine: string;
+  /** A table's columns; none for the view. */
+  readonly columns: Readonly<Record<string, string>> | undefined;
+  readonly create: string;
+}
+
+/**
+ * Every table and view this service needs in `database`, in the order they must be created: plain tables on one
+ * server; on `cluster`, `ON CLUSTER` statements with replicated and distributed tables as `TableSpec.placement` says.
+ */
+export function schemaObjects(database: string, cluster?: string): SchemaObject[] {
+  const table = (name: string) => `\`${database}\`.\`${name}\``;
+  const onCluster = cluster === undefined ? "" : ` ON CLUSTER ${quoteIdentifier(cluster)}`;
+  const objects: SchemaObject[] = [];
+  const add = (name: string, engine: string, definition: string, columns?: TableSpec["columns"]) =>
+    objects.push({
+      name,
+      engine,
+      columns,
+      create: `CREATE ${definition.replace("{name}", `${table(name)}${onCluster}`)}`,
+    });
+  for (const spec of TABLES) {
+    const columns = Object.entries(spec.columns).map(([name, type]) => `${name} ${type}`);
+    const withIndexes = [...columns, ...(spec.indexes ?? [])].join(", ");
+    const args = spec.engineArgs === undefined ? "" : `, ${spec.engineArgs}`;
+    if (cluster === undefined) {
+      add(
+        spec.name,
+        spec.engine,
+        `TABLE IF NOT EXISTS {name} (${withIndexes}) ENGINE = ${spec.engine}(${spec.engineArgs ?? ""}) ${spec.keys}`,
+        spec.columns,
+      );
+      continue;
+    }
+    const replicated = `Replicated${spec.engine}`;
+    const path = literal(KEEPER_PATHS[spec.placement.kind]);
+    const local = spec.placement.kind === "sharded" ? `${spec.name}_local` : spec.name;
+    add(
+      local,
+      replicated,
+      `TABLE IF NOT EXISTS {name} (${withIndexes}) ENGINE = ${replicated}(${path}, '{replica}'${args}) ${spec.keys}`,
+      spec.columns,
+    );
+    if (spec.placement.kind === "sharded") {
+      const by = spec.placement.by === undefined ? "" : `, ${spec.placement.by}`;
+      add(
+        spec.name,
+        "Distributed",
+        `TABLE IF NOT EXISTS {name} (${columns.join(", ")}) ENGINE = Distributed(${literal(cluster)}, ${literal(database)}, ${literal(local)}${by})`,
+        spec.columns,
+      );
+    }
+  }
+  const [events, sessions] = cluster === undefined ? ["events", "sessions"] : ["events_local", "sessions_local"];
+  add(
+    "sessions_mv",
+    "MaterializedView",
+    `MATERIALIZED VIEW IF NOT EXISTS {name} TO ${table(sessions)} AS\n    ${sessionsView(table(events))}`,
   );
-  await checkColumns(db, onRepair);
+  return objects;
+}
+
+/** A name as a ClickHouse identifier, in backquotes. */
+function quoteIdentifier(name: string): string {
+  return `\`${name.replace(/[\\`]/g, (char) => `\\${char}`)}\``;
+}
+
+/** The database does not hold the tables this service writes, in a way it will not repair by itself. */
+export class SchemaError extends Error {
+  override name = "SchemaError";
+}
+
+/**
+ * Creates the database, tables and the sessions view where they are missing, then checks what exists: a table of
+ * another engine (made for the other layout, one server or a cluster) is a `SchemaError`; a missing column is
+ * added (safe: it only gets its default in old rows); a column of another type is a `SchemaError` naming the table,
+ * because writing on would silently lose or mangle data. Extra columns are left alone. Safe to run at every start;
+ * on a cluster it sends no DDL when nothing is missing, so an instance starts while a node is down.
+ * Last, it tells `db` what its inserts need on a cluster (`insertSettings`).
+ */
+export async function createSchema(db: ClickHouse, onRepair: RepairObserver = warnRepair): Promise<void> {
+  const { cluster } = db;
+  const nodes = cluster === undefined ? 1 : await clusterNodes(db, cluster);
+  const onCluster = cluster === undefined ? "" : ` ON CLUSTER ${quoteIdentifier(cluster)}`;
+  const databases = await db.rows(`SELECT name FROM system.databases WHERE name = ${literal(db.database)}`);
+  if (databases.length === 0) await db.command(`CREATE DATABASE IF NOT EXISTS \`${db.database}\`${onCluster}`);
+  const tables = await db.rows<{ name: string; engine: string }>(
+    `SELECT name, engine FROM system.tables WHERE database = ${literal(db.database)}`,
+  );
+  const engines = new Map(tables.map((table) => [table.name, table.engine]));
+  const objects = schemaObjects(db.database, cluster);
+  for (const object of objects) {
+    const engine = engines.get(object.name);
+    if (engine === undefined) await db.command(object.create);
+    else if (!sameEngine(engine, object.engine, cluster !== undefined)) {
+      throw new SchemaError(
+        `Table ${db.table(object.name)} is a ${engine}, but ${cluster === undefined ? "on one server" : `on cluster ${cluster}`} ` +
+          `this service writes a ${object.engine} there: the database was made ${cluster === undefined ? "with" : "without"} ` +
+          "CLICKHOUSE_CLUSTER. Set CLICKHOUSE_DATABASE to another database, or migrate the tables, and start again.",
+      );
+    }
+  }
+  await checkColumns(db, objects, onCluster, onRepair);
+  db.setInsertSettings(insertSettings(cluster, nodes));
+}
+
+/**
+ * Whether a table's engine is the one the layout needs. On one server the replicated and shared variants of the
+ * engine do as well (a `Replicated` database, ClickHouse Cloud); on a cluster a table that is not replicated would
+ * hold one node's rows only.
+ */
+function sameEngine(found: string, wanted: string, cluster: boolean): boolean {
+  const family = (engine: string) => engine.replace(/^(Replicated|Shared)(?=\w*MergeTree$)/, "");
+  if (found === wanted || found === `Shared${family(wanted)}`) return true;
+  return !cluster && family(found) === wanted;
+}
+
+/** How many nodes `cluster` has, as the server's `remote_servers` defines it; each holds the identity tables. */
+async function clusterNodes(db: ClickHouse, cluster: string): Promise<number> {
+  const [row] = await db.rows<{ nodes: string | number }>(
+    `SELECT count() AS nodes FROM system.clusters WHERE cluster = ${literal(cluster)}`,
+  );
+  const nodes = Number(row?.nodes ?? 0);
+  if (nodes === 0) {
+    throw new SchemaError(
+      `CLICKHOUSE_CLUSTER is ${cluster}, but the server defines no such cluster (remote_servers): ` +
+        "name one of system.clusters, or unset it for one server.",
+    );
+  }
+  return nodes;
+}
+
+/**
+ * What each insert needs on a cluster (docs/scale-out.md#clusters), by table:
+ * - the identity tables are written with a quorum of every node, so once an insert is acknowledged any node reads
+ *   it: the convergence argument needs a flush's read to see every fact acknowledged before it. Parallel quorum
+ *   inserts stay on (several instances write at once). A node down fails identity inserts with a retryable 503
+ *   until it is back; a replica that lags fails them after `insert_quorum_timeout` instead of the default 10 minutes;
+ * - inserts through a `Distributed` table go to the shards before the insert returns (not queued on the node that
+ *   took them), so a 200 means the rows are in their shard.
+ */
+export function insertSettings(cluster: string | undefined, nodes: number): Readonly<Record<string, Settings>> {
+  if (cluster === undefined) return {};
+  const quorum: Settings =
+    nodes > 1 ? { insert_quorum: nodes, insert_quorum_parallel: 1, insert_quorum_timeout: 10_000 } : {};
+  return Object.fromEntries(
+    TABLES.map((spec) => [
+      spec.name,
+      spec.placement.kind === "everywhere" ? quorum : { distributed_foreground_insert: 1 },
+    ]),
+  );
 }
 
 /** Told of each column the schema check added. */
@@ -143,20 +314,25 @@ export type RepairObserver = (table: string, column: string, type: string) => vo
 const warnRepair: RepairObserver = (table, column, type) =>
   console.warn(`Schema: ${table} had no column ${column}; adding it as ${type}.`);
 
-async function checkColumns(db: ClickHouse, onRepair: RepairObserver): Promise<void> {
+async function checkColumns(
+  db: ClickHouse,
+  objects: readonly SchemaObject[],
+  onCluster: string,
+  onRepair: RepairObserver,
+): Promise<void> {
   const rows = await db.rows<{ table: string; name: string; type: string }>(
     `SELECT table, name, type FROM system.columns WHERE database = ${literal(db.database)}`,
   );
-  for (const table of TABLES) {
-    const existing = new Map(rows.filter((row) => row.table === table.name).map((row) => [row.name, row.type]));
-    for (const [name, type] of Object.entries(table.columns)) {
+  for (const object of objects) {
+    const existing = new Map(rows.filter((row) => row.table === object.name).map((row) => [row.name, row.type]));
+    for (const [name, type] of Object.entries(object.columns ?? {})) {
       const found = existing.get(name);
       if (found === undefined) {
-        onRepair(db.table(table.name), name, type);
-        await db.command(`ALTER TABLE ${db.table(table.name)} ADD COLUMN IF NOT EXISTS ${name} ${type}`);
+        onRepair(db.table(object.name), name, type);
+        await db.command(`ALTER TABLE ${db.table(object.name)}${onCluster} ADD COLUMN IF NOT EXISTS ${name} ${type}`);
       } else if (found !== type) {
         throw new SchemaError(
-          `Table ${db.table(table.name)} has column ${name} of type ${found}, but this service writes ${type}: ` +
+          `Table ${db.table(object.name)} has column ${name} of type ${found}, but this service writes ${type}: ` +
             "migrate or drop the table (or set CLICKHOUSE_DATABASE to another database) and start again.",
         );
       }

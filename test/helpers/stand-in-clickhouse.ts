@@ -1,0 +1,65 @@
+import { schemaObjects } from "../../src/storage/schema";
+
+/** One request the stand-in took: its statement (the query parameter, else the body) and its URL parameters. */
+export interface Recorded {
+  readonly statement: string;
+  readonly params: URLSearchParams;
+}
+
+export interface StandInClickHouse {
+  readonly url: string;
+  readonly recorded: readonly Recorded[];
+  stop(): Promise<void>;
+}
+
+export interface StandInOptions {
+  readonly database?: string;
+  /** The cluster `system.clusters` holds, and how many nodes it has. */
+  readonly cluster?: { readonly name: string; readonly nodes: number };
+  /** The tables `system.tables` lists, name → engine; none by default (a new database). */
+  readonly tables?: Readonly<Record<string, string>>;
+}
+
+/**
+ * A stand-in ClickHouse server for what no real server can be run here for (a modern server does not install on
+ * these machines, and a cluster needs several): it answers the schema check as a server holding the schema would
+ * (the tables' columns, the cluster's nodes), every other read with no rows, and records every request.
+ */
+export function standInClickHouse(options: StandInOptions = {}): StandInClickHouse {
+  const database = options.database ?? "default";
+  const tables = options.tables ?? {};
+  const columns = schemaObjects(database, options.cluster?.name)
+    .flatMap((object) =>
+      Object.entries(object.columns ?? {}).map(([name, type]) => ({ table: object.name, name, type })),
+    )
+    .map((row) => JSON.stringify(row));
+  const answer = (statement: string): string[] => {
+    if (statement.includes("system.clusters")) return [JSON.stringify({ nodes: options.cluster?.nodes ?? 0 })];
+    if (statement.includes("system.databases"))
+      return Object.keys(tables).length > 0 ? [JSON.stringify({ name: database })] : [];
+    if (statement.includes("system.tables"))
+      return Object.entries(tables).map(([name, engine]) => JSON.stringify({ name, engine }));
+    if (statement.includes("system.columns")) return columns;
+    return [];
+  };
+  const recorded: Recorded[] = [];
+  const server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(request) {
+      const params = new URL(request.url).searchParams;
+      const body = await request.text();
+      const statement = (params.get("query") ?? body).trim();
+      recorded.push({ statement, params });
+      return new Response(
+        answer(statement)
+          .map((row) => `${row}\n`)
+          .join(""),
+        {
+          headers: { "Content-Type": "application/x-ndjson", "X-ClickHouse-Format": "JSONEachRow" },
+        },
+      );
+    },
+  });
+  return { url: server.url.href, recorded, stop: () => server.stop(true) };
+}

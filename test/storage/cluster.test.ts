@@ -1,0 +1,192 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { loadConfig } from "../../src/config";
+import { SchemaError, Storage, storageOptions } from "../../src/storage";
+import type { ClickHouse } from "../../src/storage/clickhouse";
+import { KEEPER_PATHS, schemaObjects } from "../../src/storage/schema";
+import { literal } from "../../src/storage/sql";
+import { captured } from "../helpers/captured";
+import { openDb, uniqueDatabase } from "../helpers/service";
+import { type StandInOptions, standInClickHouse } from "../helpers/stand-in-clickhouse";
+
+// No ClickHouse cluster can run here (a modern server does not install on these machines, and a cluster needs
+// several with Keeper): the DDL is checked by the engine's own parser, and what the service sends a cluster by a
+// stand-in server that answers the schema check as a cluster's node would.
+
+const CLUSTER = "two_nodes";
+let engine: ClickHouse;
+
+beforeAll(async () => {
+  engine = await openDb(uniqueDatabase());
+});
+afterAll(() => engine.close());
+
+/** A statement as the engine's parser reads it back, on one line. */
+async function parsed(statement: string): Promise<string> {
+  const [row] = await engine.rows<{ formatted: string }>(
+    `SELECT formatQuerySingleLine(${literal(statement)}) AS formatted`,
+  );
+  return row?.formatted ?? "";
+}
+
+const engineOf = (formatted: string) => /ENGINE = (.*?)(?: PARTITION BY| ORDER BY|$)/.exec(formatted)?.[1];
+
+describe("the cluster schema, read by the engine's own parser", () => {
+  test("every table and the view are created ON CLUSTER, with the engines and Keeper paths the docs give", async () => {
+    const shard = `'${KEEPER_PATHS.sharded}', '{replica}'`;
+    const everywhere = `'${KEEPER_PATHS.everywhere}', '{replica}'`;
+    const created = new Map<string, string>();
+    for (const object of schemaObjects("analytics", CLUSTER)) created.set(object.name, await parsed(object.create));
+    expect([...created.keys()]).toEqual([
+      "events_local",
+      "events",
+      "persons",
+      "person_distinct_ids",
+      "identity_facts",
+      "sessions_local",
+      "sessions",
+      "sessions_mv",
+    ]);
+    for (const formatted of created.values()) expect(formatted).toContain(`ON CLUSTER ${CLUSTER}`);
+    expect(Object.fromEntries([...created].map(([name, formatted]) => [name, engineOf(formatted)]))).toEqual({
+      events_local: `ReplicatedReplacingMergeTree(${shard}, created_at)`,
+      events: `Distributed('${CLUSTER}', 'analytics', 'events_local', cityHash64(distinct_id))`,
+      persons: `ReplicatedReplacingMergeTree(${everywhere}, version)`,
+      person_distinct_ids: `ReplicatedReplacingMergeTree(${everywhere}, version)`,
+      identity_facts: `ReplicatedAggregatingMergeTree(${everywhere})`,
+      sessions_local: `ReplicatedAggregatingMergeTree(${shard})`,
+      sessions: `Distributed('${CLUSTER}', 'analytics', 'sessions_local')`,
+      sessions_mv: undefined,
+    });
+    // each shard sums up the events inserted into it
+    expect(created.get("sessions_mv")).toContain("TO analytics.sessions_local");
+    expect(created.get("sessions_mv")).toContain("FROM analytics.events_local");
+  });
+
+  test("one server's schema is the same tables, plain, with nothing about a cluster", async () => {
+    const objects = schemaObjects("analytics");
+    expect(objects.map((object) => object.name)).toEqual([
+      "events",
+      "persons",
+      "person_distinct_ids",
+      "identity_facts",
+      "sessions",
+      "sessions_mv",
+    ]);
+    for (const object of objects) {
+      const formatted = await parsed(object.create);
+      expect(formatted).not.toContain("ON CLUSTER");
+      expect(formatted).not.toMatch(/Replicated|Distributed/);
+    }
+  });
+
+  test("a cluster name that needs quoting stays one identifier", async () => {
+    const [events] = schemaObjects("analytics", "eu-1.prod");
+    expect(await parsed(events?.create ?? "")).toContain("ON CLUSTER `eu-1.prod`");
+  });
+});
+
+/** Opens a storage on the stand-in as an instance with `CLICKHOUSE_CLUSTER` would, writes one identify, closes. */
+async function openAndWrite(options: StandInOptions, env: Record<string, string> = {}) {
+  const clickhouse = standInClickHouse(options);
+  try {
+    const config = loadConfig({ CLICKHOUSE_URL: clickhouse.url, ...env });
+    const storage = await Storage.open(storageOptions(config));
+    const { events } = await captured([
+      { event: "$identify", distinct_id: "user-1", properties: { $anon_distinct_id: "anon-1", $set: { plan: "pro" } } },
+    ]);
+    await storage.ingest(events);
+    await storage.close();
+    return clickhouse.recorded;
+  } finally {
+    await clickhouse.stop();
+  }
+}
+
+const words = (statement: string, count: number) => statement.split(/\s+/).slice(0, count).join(" ");
+const cluster = { name: CLUSTER, nodes: 2 };
+const allTables = (cluster?: string) =>
+  Object.fromEntries(schemaObjects("default", cluster).map((object) => [object.name, object.engine]));
+
+describe("what an instance sends a cluster's node", () => {
+  test("a new database: ON CLUSTER DDL; identity inserts on a quorum of every node; events through to the shards", async () => {
+    const recorded = await openAndWrite({ cluster }, { CLICKHOUSE_CLUSTER: CLUSTER });
+    const ddl = recorded.filter((r) => /^(CREATE|ALTER|DROP)/.test(r.statement));
+    expect(ddl.map((r) => words(r.statement, 3))).toEqual([
+      "CREATE DATABASE IF",
+      ...Array.from({ length: 7 }, () => "CREATE TABLE IF"),
+      "CREATE MATERIALIZED VIEW",
+    ]);
+    for (const { statement } of ddl) expect(statement).toContain(`ON CLUSTER \`${CLUSTER}\``);
+
+    const inserts = new Map(
+      recorded
+        .filter((r) => r.statement.startsWith("INSERT"))
+        .map((r) => [words(r.statement, 3).replace("INSERT INTO `default`.", ""), r.params]),
+    );
+    expect([...inserts.keys()].sort()).toEqual(
+      ["`events`", "`identity_facts`", "`person_distinct_ids`", "`persons`"].sort(),
+    );
+    for (const table of ["`identity_facts`", "`persons`", "`person_distinct_ids`"]) {
+      expect(inserts.get(table)?.get("insert_quorum")).toBe("2");
+      expect(inserts.get(table)?.get("insert_quorum_parallel")).toBe("1");
+    }
+    expect(inserts.get("`events`")?.get("distributed_foreground_insert")).toBe("1");
+    expect(inserts.get("`events`")?.get("insert_quorum")).toBeNull();
+  });
+
+  test("a database that holds the schema already gets no DDL, so an instance starts while a node is down", async () => {
+    const recorded = await openAndWrite({ cluster, tables: allTables(CLUSTER) }, { CLICKHOUSE_CLUSTER: CLUSTER });
+    expect(recorded.filter((r) => /^(CREATE|ALTER)/.test(r.statement))).toEqual([]);
+    expect(recorded.some((r) => r.statement.startsWith("INSERT INTO `default`.`events`"))).toBe(true);
+  });
+
+  test("a one-node cluster has no quorum to wait for", async () => {
+    const recorded = await openAndWrite({ cluster: { name: CLUSTER, nodes: 1 } }, { CLICKHOUSE_CLUSTER: CLUSTER });
+    const inserts = recorded.filter((r) => r.statement.startsWith("INSERT"));
+    expect(inserts.length).toBeGreaterThan(0);
+    for (const { params } of inserts) expect(params.get("insert_quorum")).toBeNull();
+  });
+
+  test("one server (no CLICKHOUSE_CLUSTER) sends no cluster DDL and no cluster settings", async () => {
+    const recorded = await openAndWrite({});
+    expect(recorded.some((r) => r.statement.includes("ON CLUSTER") || r.params.has("insert_quorum"))).toBe(false);
+    expect(recorded.filter((r) => r.statement.startsWith("CREATE TABLE"))).toHaveLength(5);
+  });
+
+  test("ClickHouse Cloud's shared engines, or a Replicated database, do for one server", async () => {
+    const shared = Object.fromEntries(
+      Object.entries(allTables()).map(([name, kind]) => [name, kind.replace(/^(\w*MergeTree)$/, "Shared$1")]),
+    );
+    const recorded = await openAndWrite({ tables: shared });
+    expect(recorded.some((r) => r.statement.startsWith("INSERT INTO `default`.`events`"))).toBe(true);
+  });
+});
+
+describe("a database made for the other layout, or a cluster the server does not know", () => {
+  const refusal = (options: StandInOptions, env: Record<string, string> = {}) =>
+    openAndWrite(options, env).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+
+  test("a one-server database under CLICKHOUSE_CLUSTER is refused: its tables would hold one node's rows", async () => {
+    const error = await refusal({ cluster, tables: allTables() }, { CLICKHOUSE_CLUSTER: CLUSTER });
+    expect(error).toBeInstanceOf(SchemaError);
+    expect(String(error)).toContain(
+      `Table \`default\`.\`events\` is a ReplacingMergeTree, but on cluster ${CLUSTER} this service writes a Distributed there`,
+    );
+    expect(String(error)).toContain("made without CLICKHOUSE_CLUSTER");
+  });
+
+  test("a cluster's database without CLICKHOUSE_CLUSTER is refused: its inserts would skip the quorum", async () => {
+    const error = await refusal({ tables: allTables(CLUSTER) });
+    expect(error).toBeInstanceOf(SchemaError);
+    expect(String(error)).toContain("is a Distributed, but on one server this service writes a ReplacingMergeTree");
+  });
+
+  test("a cluster the server does not define is named in the refusal", async () => {
+    const error = await refusal({}, { CLICKHOUSE_CLUSTER: "nowhere" });
+    expect(error).toBeInstanceOf(SchemaError);
+    expect(String(error)).toContain("CLICKHOUSE_CLUSTER is nowhere, but the server defines no such cluster");
+  });
+});

@@ -2,6 +2,7 @@ import { hostname } from "node:os";
 import type { Server } from "bun";
 import pkg from "../package.json" with { type: "json" };
 import { PendingBytes } from "./capture/pending";
+import { importCommand } from "./cli/import";
 import { queryCommand } from "./cli/query";
 import { type Config, ConfigError, helpText, loadConfig, redacted } from "./config";
 import { QueryEngine, queryEngineOptions } from "./query";
@@ -13,11 +14,13 @@ const USAGE = `ingest ${pkg.version}: PostHog-style event batches into ClickHous
 
 Usage: ingest [--help | --version | --health-check]      the service; settings come from the environment:
        ingest query "SQL"                                 one query on its data (ingest query --help)
+       ingest import FILE...                              events from files of JSON lines (ingest import --help)
 `;
 
 /** The process: reads the configuration, opens the storage, listens, and stops gracefully on a signal. */
 async function main(args: readonly string[]): Promise<void> {
   if (args[0] === "query") return exit(await queryCommand(args.slice(1)));
+  if (args[0] === "import") return exit(await importCommand(args.slice(1)));
   if (args.includes("--version")) return exit(0, pkg.version);
   if (args.includes("--help") || args.includes("-h")) return exit(0, `${USAGE}\n${helpText()}`);
   const config = configOrExit();

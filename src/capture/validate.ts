@@ -108,7 +108,8 @@ function distinctIdOf(item: Item, properties: Properties): string | undefined {
   return undefined;
 }
 
-function uuidOf(value: unknown): string | undefined {
+/** The client's event id as stored: a UUID, lower-cased; none for anything else or the nil UUID. */
+export function uuidOf(value: unknown): string | undefined {
   if (!Uuid.allows(value)) return undefined;
   const uuid = value.toLowerCase();
   return uuid === NIL_UUID ? undefined : uuid;

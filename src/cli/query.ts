@@ -1,8 +1,8 @@
-import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { type Config, ConfigError, loadConfig } from "../config";
 import { QueryEngine, QueryError, queryEngineOptions } from "../query";
+import { holderOf } from "../storage/embedded/holder";
 
 export const QUERY_USAGE = `Usage: ingest query [--format FORMAT] [--database NAME] [--url URL] "SQL"
 
@@ -133,27 +133,6 @@ async function directly(query: Query, env: NodeJS.ProcessEnv): Promise<number> {
     throw error;
   } finally {
     engine.close();
-  }
-}
-
-/**
- * The process holding the data directory, if one does: the engine writes its PID into `status` and locks that
- * file while it runs, and removes it when it stops.
- */
-function holderOf(dataDir: string): number | undefined {
-  let status: string;
-  try {
-    status = readFileSync(join(dataDir, "status"), "utf8");
-  } catch {
-    return undefined;
-  }
-  const pid = Number(/^PID: (\d+)$/m.exec(status)?.[1]);
-  if (!Number.isInteger(pid) || pid === process.pid) return undefined;
-  try {
-    process.kill(pid, 0);
-    return pid;
-  } catch (error) {
-    return (error as { code?: string }).code === "EPERM" ? pid : undefined; // EPERM: alive, another user's
   }
 }
 

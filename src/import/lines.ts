@@ -1,0 +1,68 @@
+/** A line of a source, numbered from 1, without its line break. */
+export interface Line {
+  readonly number: number;
+  readonly text: string;
+}
+
+/** A line that cannot be read as text: too long, or not UTF-8. Its bytes are skipped, never held. */
+export interface UnreadableLine {
+  readonly number: number;
+  readonly reason: "line too long" | "not UTF-8";
+}
+
+const NEWLINE = 0x0a;
+
+/**
+ * The non-empty lines of a byte stream, in bounded memory: a line of more than `maxBytes` is reported and skipped
+ * to its end without being kept. Line numbers count every line, empty ones too, as an editor shows them.
+ */
+export async function* readLines(
+  bytes: ReadableStream<Uint8Array>,
+  maxBytes: number,
+): AsyncGenerator<Line | UnreadableLine> {
+  const decoder = new TextDecoder("utf-8", { fatal: true });
+  let parts: Uint8Array[] = [];
+  let length = 0;
+  let tooLong = false;
+  let number = 1;
+  const finish = (): Line | UnreadableLine | undefined => {
+    const line = number++;
+    if (tooLong) return { number: line, reason: "line too long" };
+    if (length === 0) return undefined;
+    const joined = parts.length === 1 ? parts[0]! : Buffer.concat(parts, length);
+    let text: string;
+    try {
+      text = decoder.decode(joined);
+    } catch {
+      return { number: line, reason: "not UTF-8" };
+    }
+    if (text.endsWith("\r")) text = text.slice(0, -1);
+    return text.trim() === "" ? undefined : { number: line, text };
+  };
+  for await (const chunk of bytes) {
+    let start = 0;
+    while (start < chunk.length) {
+      const end = chunk.indexOf(NEWLINE, start);
+      const stop = end === -1 ? chunk.length : end;
+      if (!tooLong) {
+        if (length + (stop - start) > maxBytes) {
+          tooLong = true;
+          parts = [];
+          length = 0;
+        } else if (stop > start) {
+          parts.push(chunk.subarray(start, stop));
+          length += stop - start;
+        }
+      }
+      if (end === -1) break;
+      const line = finish();
+      if (line !== undefined) yield line;
+      parts = [];
+      length = 0;
+      tooLong = false;
+      start = end + 1;
+    }
+  }
+  const last = finish();
+  if (last !== undefined) yield last;
+}

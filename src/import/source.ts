@@ -1,0 +1,56 @@
+import { statSync } from "node:fs";
+
+/** A file (or standard input) that cannot be read as an import: the message names it and says why. */
+export class ImportError extends Error {
+  override name = "ImportError";
+}
+
+/** What a source yields: its bytes, inflated when it was gzip, and its size on disk when known (for progress). */
+export interface Source {
+  readonly name: string;
+  readonly bytes: ReadableStream<Uint8Array>;
+  readonly size: number | undefined;
+  readonly gzip: boolean;
+}
+
+const GZIP_MAGIC = [0x1f, 0x8b] as const;
+
+/**
+ * Opens a file, or standard input for `-`, and inflates it when it starts with gzip's magic bytes, whatever its
+ * name. Streams: nothing is read ahead beyond the first chunk.
+ */
+export async function openSource(path: string): Promise<Source> {
+  let size: number | undefined;
+  if (path !== "-") {
+    let stat: ReturnType<typeof statSync>;
+    try {
+      stat = statSync(path);
+    } catch (error) {
+      const code = (error as { code?: string }).code;
+      throw new ImportError(code === "ENOENT" ? `${path}: no such file` : `${path}: ${(error as Error).message}`);
+    }
+    if (stat.isDirectory()) throw new ImportError(`${path} is a directory, not a file`);
+    size = stat.size;
+  }
+  const raw = path === "-" ? Bun.stdin.stream() : Bun.file(path).stream();
+  const reader = raw.getReader();
+  const first = await reader.read();
+  const head = first.done ? new Uint8Array() : first.value;
+  const gzip = head[0] === GZIP_MAGIC[0] && head[1] === GZIP_MAGIC[1];
+  const replayed = new ReadableStream<Uint8Array>({
+    start(controller) {
+      if (head.length > 0) controller.enqueue(head);
+      if (first.done) controller.close();
+    },
+    async pull(controller) {
+      const next = await reader.read();
+      if (next.done) controller.close();
+      else controller.enqueue(next.value);
+    },
+    cancel: (reason) => reader.cancel(reason),
+  });
+  // (TypeScript's DOM types declare the decompressor's input as BufferSource, which Uint8Array is)
+  const inflate = new DecompressionStream("gzip") as unknown as ReadableWritablePair<Uint8Array, Uint8Array>;
+  const bytes = gzip ? replayed.pipeThrough(inflate) : replayed;
+  return { name: path === "-" ? "stdin" : path, bytes, size, gzip };
+}

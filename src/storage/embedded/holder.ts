@@ -1,0 +1,23 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+
+/**
+ * The process holding an embedded data directory, if one does: the engine writes its PID into `status` and locks
+ * that file while it runs, and removes it when it stops.
+ */
+export function holderOf(dataDir: string): number | undefined {
+  let status: string;
+  try {
+    status = readFileSync(join(dataDir, "status"), "utf8");
+  } catch {
+    return undefined;
+  }
+  const pid = Number(/^PID: (\d+)$/m.exec(status)?.[1]);
+  if (!Number.isInteger(pid) || pid === process.pid) return undefined;
+  try {
+    process.kill(pid, 0);
+    return pid;
+  } catch (error) {
+    return (error as { code?: string }).code === "EPERM" ? pid : undefined; // EPERM: alive, another user's
+  }
+}

@@ -345,6 +345,13 @@ export function bestEngine(bodiesFile: string, dataDir: string, rowsPerInsert: n
 
 export const fmt = (n: number) => Math.round(n).toLocaleString("en");
 
+/** A latency as wrk prints it (`812.5us`, `43.2ms`, `1.08s`), in milliseconds. */
+export function latencyMs(text: string | undefined): number {
+  const match = /^([\d.]+)(us|ms|s)$/.exec(text ?? "");
+  if (!match) return Number.NaN;
+  return Number(match[1]) * { us: 0.001, ms: 1, s: 1000 }[match[2] as "us" | "ms" | "s"];
+}
+
 export function printLoad(label: string, result: LoadResult): void {
   const { latency } = result;
   console.log(

@@ -14,6 +14,7 @@ import {
   flushes,
   fmt,
   type Histogram,
+  latencyMs,
   mean,
   PHASES,
   parseWrk,
@@ -110,12 +111,6 @@ function printResult(label: string, result: InstancesResult): void {
   for (const warning of result.warnings.slice(0, 5)) console.log(`  ${pad} logged: ${warning}`);
 }
 
-const ms = (text: string | undefined) => {
-  const match = /^([\d.]+)(us|ms|s)$/.exec(text ?? "");
-  if (!match) return Number.NaN;
-  return Number(match[1]) * { us: 0.001, ms: 1, s: 1000 }[match[2] as "us" | "ms" | "s"];
-};
-
 export async function runInstances(work: string): Promise<void> {
   const bodiesFile = join(work, "bodies.jsonl");
   writeBodies(bodiesFile, 1000, { shape: "mix", people: PEOPLE });
@@ -155,7 +150,9 @@ export async function runInstances(work: string): Promise<void> {
   const one = results.get(1)!;
   for (const count of [2, 3]) {
     const rates = results.get(count)!.map((result, round) => result.rate / one[round]!.rate);
-    const p99s = results.get(count)!.map((result, round) => ms(result.latency.p99) / ms(one[round]!.latency.p99));
+    const p99s = results
+      .get(count)!
+      .map((result, round) => latencyMs(result.latency.p99) / latencyMs(one[round]!.latency.p99));
     const mean = (values: number[]) => values.reduce((total, value) => total + value, 0) / values.length;
     console.log(
       `bench instances: ${count} instances against 1, by round: rate ${rates.map((r) => `×${r.toFixed(2)}`).join(", ")} ` +

@@ -5,7 +5,7 @@
  * keeps at least 0.7 of its rate, and its p99 at most doubles.
  */
 import { join } from "node:path";
-import { drive, fmt, type LoadResult, printLoad, startService, stop } from "./harness";
+import { drive, fmt, type LoadResult, latencyMs, printLoad, startService, stop } from "./harness";
 import { PEOPLE, writeBodies } from "./workload";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
@@ -32,12 +32,6 @@ async function scanLoop(url: string, stopped: () => boolean, times = Number.POSI
 }
 
 const median = (values: readonly number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
-const ms = (text: string | undefined) => {
-  const match = /^([\d.]+)(us|ms|s)$/.exec(text ?? "");
-  if (!match) return Number.NaN;
-  return Number(match[1]) * { us: 0.001, ms: 1, s: 1000 }[match[2] as "us" | "ms" | "s"];
-};
-
 export async function runQuery(work: string): Promise<void> {
   const bodiesFile = join(work, "bodies.jsonl");
   writeBodies(bodiesFile, 1000, { shape: "known", people: PEOPLE });
@@ -71,7 +65,7 @@ export async function runQuery(work: string): Promise<void> {
     }
     const quietAfter = await scanLoop(queryUrl, () => false, 5);
     const rates = quiet.map((result, i) => loaded[i]!.rate / result.rate);
-    const p99s = quiet.map((result, i) => ms(loaded[i]!.latency.p99) / ms(result.latency.p99));
+    const p99s = quiet.map((result, i) => latencyMs(loaded[i]!.latency.p99) / latencyMs(result.latency.p99));
     const mean = (values: number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
     console.log(
       `bench query: ingest with a scan looping on the query port, against without, by round: rate ` +

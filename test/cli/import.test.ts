@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { processEnv, ROOT } from "../helpers/process";
+import { processEnv, runCommand } from "../helpers/process";
 import { scratchDir } from "../helpers/scratch";
 
 // `ingest import` as a user runs it from a shell, in a process of its own on a data directory of its own: what
@@ -10,20 +10,8 @@ import { scratchDir } from "../helpers/scratch";
 const embedded = !process.env.CLICKHOUSE_URL;
 const dir = scratchDir("ingest-import-cli-");
 
-async function ingestImport(args: string[], env: Record<string, string> = {}) {
-  const child = Bun.spawn([process.execPath, "src/main.ts", "import", ...args], {
-    cwd: ROOT,
-    env: { ...processEnv(), ...env },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited,
-  ]);
-  return { stdout, stderr, code };
-}
+const ingestImport = (args: string[], env: Record<string, string> = {}) =>
+  runCommand(["import", ...args], { ...processEnv(), ...env });
 
 const event = (n: number) =>
   JSON.stringify({

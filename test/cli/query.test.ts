@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { processEnv, ROOT, startProcess } from "../helpers/process";
+import { processEnv, runCommand, startProcess } from "../helpers/process";
 
 // `ingest query`, as a user runs it from a shell: against a running service's query port, or on the data
 // directory itself once no service holds it.
@@ -8,21 +8,8 @@ const embedded = !process.env.CLICKHOUSE_URL;
 const KEY = "key-1";
 
 /** Runs `ingest query` (from source) with `env`, standard input `stdin`, and returns what it printed. */
-async function ingestQuery(args: string[], env: Record<string, string>, stdin = "") {
-  const child = Bun.spawn([process.execPath, "src/main.ts", "query", ...args], {
-    cwd: ROOT,
-    env,
-    stdin: new Blob([stdin]),
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited,
-  ]);
-  return { stdout, stderr, code };
-}
+const ingestQuery = (args: string[], env: Record<string, string>, stdin = "") =>
+  runCommand(["query", ...args], env, stdin);
 
 async function ingest(url: string, events: object[]): Promise<void> {
   const response = await fetch(`${url}/batch/`, {

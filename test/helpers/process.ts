@@ -83,6 +83,23 @@ export async function startProcess(
   return { child, url: started.url.replace(/\/$/, ""), started, output: () => text } satisfies RunningService;
 }
 
+/** Runs `ingest <args>` from source as a command in a process of its own, and returns what it printed. */
+export async function runCommand(args: readonly string[], env: Record<string, string>, stdin = "") {
+  const child = Bun.spawn([process.execPath, "src/main.ts", ...args], {
+    cwd: ROOT,
+    env,
+    stdin: new Blob([stdin]),
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ]);
+  return { stdout, stderr, code };
+}
+
 /** Runs `sql` against the data the process wrote, from a process of its own (chDB binds a directory per process). */
 export async function queryRows<Row>(env: Record<string, string>, sql: string): Promise<Row[]> {
   const reader = Bun.spawn([process.execPath, join(import.meta.dir, "read-rows.ts"), sql], {

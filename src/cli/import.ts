@@ -1,6 +1,7 @@
 import { parseArgs } from "node:util";
 import { type Config, ConfigError, loadConfig } from "../config";
 import { directTarget, httpTarget, ImportError, type ImportTarget, type Rejected, runImport } from "../import";
+import { fail } from "./output";
 
 export const IMPORT_USAGE = `Usage: ingest import [--url URL --api-key KEY] [--data-dir DIR] [--rejects FILE] [--strict]
                     [--batch-size N] FILE...
@@ -95,9 +96,4 @@ function parseOptions(args: readonly string[]) {
 function usage(message: string): number {
   process.stderr.write(`${message}\n\n${IMPORT_USAGE}`);
   return 2;
-}
-
-function fail(message: string): number {
-  process.stderr.write(`${message}\n`);
-  return 1;
 }

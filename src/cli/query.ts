@@ -3,6 +3,7 @@ import { parseArgs } from "node:util";
 import { type Config, ConfigError, loadConfig } from "../config";
 import { QueryEngine, QueryError, queryEngineOptions } from "../query";
 import { holderOf } from "../storage/embedded/holder";
+import { fail } from "./output";
 
 export const QUERY_USAGE = `Usage: ingest query [--format FORMAT] [--database NAME] [--url URL] "SQL"
 
@@ -140,9 +141,4 @@ async function directly(query: Query, env: NodeJS.ProcessEnv): Promise<number> {
 function write(chunk: Uint8Array): Promise<void> | undefined {
   if (process.stdout.write(chunk)) return undefined;
   return new Promise((resolve) => process.stdout.once("drain", () => resolve()));
-}
-
-function fail(message: string): number {
-  process.stderr.write(`${message}\n`);
-  return 1;
 }

@@ -23,13 +23,12 @@ export const IMPORT_NAMESPACE = "5a0b7c3e-2f0d-4d1e-9a55-6e7f1c2b3d4a";
 /**
  * Checks an item as `/batch/` would, plus the one thing an import must have: a timestamp (an event without one
  * happened "now", which a re-run would make another event). The event keeps its own UUID; one that has none gets
- * a UUIDv5 of `sourceId` (the source's own event ID, if any), else of the line's number, the item's place in it
- * and the line's text, so importing the same file again derives the same UUIDs (docs/import.md#exactly-once).
+ * a UUIDv5 of the line's number, the item's place in it and the line's text, so importing the same file again
+ * derives the same UUIDs (docs/import.md#exactly-once).
  */
 export function importEvent(
   item: unknown,
   where: { readonly line: number; readonly index: number; readonly text: string },
-  sourceId?: string,
 ): ImportEvent | Rejection {
   if (!isObject(item)) return "not an event";
   if (item.timestamp === undefined || item.timestamp === null) return "no timestamp";
@@ -38,14 +37,14 @@ export function importEvent(
       ? item
       : {
           ...item,
-          uuid: Bun.randomUUIDv5(sourceId ?? `${where.line}:${where.index}:${where.text}`, IMPORT_NAMESPACE),
+          uuid: Bun.randomUUIDv5(`${where.line}:${where.index}:${where.text}`, IMPORT_NAMESPACE),
         };
   let accepted: AcceptedEvent | undefined;
   try {
     accepted = acceptEvents([withUuid]).events[0];
   } catch (error) {
-    if (error instanceof IngestError)
-      return error.code === "invalid_timestamp" ? "invalid timestamp" : "nested too deep";
+    if (error instanceof IngestError && error.code === "invalid_timestamp") return "invalid timestamp";
+    if (error instanceof IngestError && error.code === "too_deep") return "nested too deep";
     throw error;
   }
   if (accepted === undefined)

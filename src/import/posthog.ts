@@ -1,7 +1,7 @@
 import { isObject, parseJson } from "../json";
 
 /** What a line holds: the batch items it yields, or why it yields none. */
-export type Records = { readonly items: readonly unknown[] } | { readonly reason: string };
+export type Records = { readonly items: readonly unknown[] } | { readonly reason: "not an event" };
 
 /**
  * A line of a PostHog export or capture log as `/batch/` items: an event, an array of events, a `/batch/` body, or

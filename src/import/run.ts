@@ -103,7 +103,7 @@ export async function runImport(options: ImportOptions): Promise<Summary> {
           }
           const records = posthogRecords(record);
           if ("reason" in records) {
-            reject(source.name, line.number, "not an event", line.text);
+            reject(source.name, line.number, records.reason, line.text);
             continue;
           }
           for (const [index, item] of records.items.entries()) {

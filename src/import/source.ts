@@ -5,11 +5,10 @@ export class ImportError extends Error {
   override name = "ImportError";
 }
 
-/** What a source yields: its bytes, inflated when it was gzip, and its size on disk when known (for progress). */
+/** What a source yields: its bytes, inflated when it was gzip. */
 export interface Source {
   readonly name: string;
   readonly bytes: ReadableStream<Uint8Array>;
-  readonly size: number | undefined;
   readonly gzip: boolean;
 }
 
@@ -20,7 +19,6 @@ const GZIP_MAGIC = [0x1f, 0x8b] as const;
  * name. Streams: nothing is read ahead beyond the first chunk.
  */
 export async function openSource(path: string): Promise<Source> {
-  let size: number | undefined;
   if (path !== "-") {
     let stat: ReturnType<typeof statSync>;
     try {
@@ -30,7 +28,6 @@ export async function openSource(path: string): Promise<Source> {
       throw new ImportError(code === "ENOENT" ? `${path}: no such file` : `${path}: ${(error as Error).message}`);
     }
     if (stat.isDirectory()) throw new ImportError(`${path} is a directory, not a file`);
-    size = stat.size;
   }
   const raw = path === "-" ? Bun.stdin.stream() : Bun.file(path).stream();
   const reader = raw.getReader();
@@ -52,5 +49,5 @@ export async function openSource(path: string): Promise<Source> {
   // (TypeScript's DOM types declare the decompressor's input as BufferSource, which Uint8Array is)
   const inflate = new DecompressionStream("gzip") as unknown as ReadableWritablePair<Uint8Array, Uint8Array>;
   const bytes = gzip ? replayed.pipeThrough(inflate) : replayed;
-  return { name: path === "-" ? "stdin" : path, bytes, size, gzip };
+  return { name: path === "-" ? "stdin" : path, bytes, gzip };
 }

@@ -2,7 +2,7 @@ import { mkdirSync } from "node:fs";
 import { type ClickHouseClient, type ClickHouseClientConfigOptions, createClient } from "@clickhouse/client";
 import type { ClickHouseConfig } from "../config";
 import { prepareEmbeddedEngine } from "./embedded/unpack";
-import { chunkByBytes, literalList } from "./sql";
+import { chunkByBytes, literalList, tableName } from "./sql";
 
 /** ClickHouse settings, by name. */
 export type Settings = Readonly<Record<string, number>>;
@@ -68,7 +68,7 @@ export class ClickHouse {
 
   /** `database`.`name`, quoted. */
   table(name: string): string {
-    return `\`${this.database}\`.\`${name}\``;
+    return tableName(this.database, name);
   }
 
   async command(query: string): Promise<void> {

@@ -1,5 +1,5 @@
 import type { ClickHouse, Settings } from "./clickhouse";
-import { literal } from "./sql";
+import { literal, quoteIdentifier, tableName } from "./sql";
 
 /**
  * Where a table's rows live on a cluster (`CLICKHOUSE_CLUSTER`; docs/scale-out.md#clusters). On one server every
@@ -166,60 +166,45 @@ export interface SchemaObject {
  * server; on `cluster`, `ON CLUSTER` statements with replicated and distributed tables as `TableSpec.placement` says.
  */
 export function schemaObjects(database: string, cluster?: string): SchemaObject[] {
-  const table = (name: string) => `\`${database}\`.\`${name}\``;
-  const onCluster = cluster === undefined ? "" : ` ON CLUSTER ${quoteIdentifier(cluster)}`;
   const objects: SchemaObject[] = [];
-  const add = (name: string, engine: string, definition: string, columns?: TableSpec["columns"]) =>
+  const add = (kind: string, name: string, engine: string, rest: string, columns?: TableSpec["columns"]) =>
     objects.push({
       name,
       engine,
       columns,
-      create: `CREATE ${definition.replace("{name}", `${table(name)}${onCluster}`)}`,
+      create: `CREATE ${kind} IF NOT EXISTS ${tableName(database, name)}${onClusterClause(cluster)} ${rest}`,
     });
   for (const spec of TABLES) {
     const columns = Object.entries(spec.columns).map(([name, type]) => `${name} ${type}`);
     const withIndexes = [...columns, ...(spec.indexes ?? [])].join(", ");
-    const args = spec.engineArgs === undefined ? "" : `, ${spec.engineArgs}`;
-    if (cluster === undefined) {
-      add(
-        spec.name,
-        spec.engine,
-        `TABLE IF NOT EXISTS {name} (${withIndexes}) ENGINE = ${spec.engine}(${spec.engineArgs ?? ""}) ${spec.keys}`,
-        spec.columns,
-      );
-      continue;
-    }
-    const replicated = `Replicated${spec.engine}`;
-    const path = literal(KEEPER_PATHS[spec.placement.kind]);
-    const local = spec.placement.kind === "sharded" ? `${spec.name}_local` : spec.name;
-    add(
-      local,
-      replicated,
-      `TABLE IF NOT EXISTS {name} (${withIndexes}) ENGINE = ${replicated}(${path}, '{replica}'${args}) ${spec.keys}`,
-      spec.columns,
-    );
-    if (spec.placement.kind === "sharded") {
+    // on a cluster: replicated, under the placement's Keeper path, and a sharded table is the shard's local part
+    const sharded = cluster !== undefined && spec.placement.kind === "sharded";
+    const name = sharded ? `${spec.name}_local` : spec.name;
+    const engine = cluster === undefined ? spec.engine : `Replicated${spec.engine}`;
+    const replication = cluster === undefined ? [] : [literal(KEEPER_PATHS[spec.placement.kind]), "'{replica}'"];
+    const args = [...replication, ...(spec.engineArgs === undefined ? [] : [spec.engineArgs])].join(", ");
+    add("TABLE", name, engine, `(${withIndexes}) ENGINE = ${engine}(${args}) ${spec.keys}`, spec.columns);
+    if (sharded && spec.placement.kind === "sharded") {
       const by = spec.placement.by === undefined ? "" : `, ${spec.placement.by}`;
+      const target = [cluster, database, name].map(literal).join(", ");
       add(
+        "TABLE",
         spec.name,
         "Distributed",
-        `TABLE IF NOT EXISTS {name} (${columns.join(", ")}) ENGINE = Distributed(${literal(cluster)}, ${literal(database)}, ${literal(local)}${by})`,
+        `(${columns.join(", ")}) ENGINE = Distributed(${target}${by})`,
         spec.columns,
       );
     }
   }
   const [events, sessions] = cluster === undefined ? ["events", "sessions"] : ["events_local", "sessions_local"];
-  add(
-    "sessions_mv",
-    "MaterializedView",
-    `MATERIALIZED VIEW IF NOT EXISTS {name} TO ${table(sessions)} AS\n    ${sessionsView(table(events))}`,
-  );
+  const view = `TO ${tableName(database, sessions)} AS\n    ${sessionsView(tableName(database, events))}`;
+  add("MATERIALIZED VIEW", "sessions_mv", "MaterializedView", view);
   return objects;
 }
 
-/** A name as a ClickHouse identifier, in backquotes. */
-function quoteIdentifier(name: string): string {
-  return `\`${name.replace(/[\\`]/g, (char) => `\\${char}`)}\``;
+/** ` ON CLUSTER name` for a cluster's DDL; nothing on one server. */
+function onClusterClause(cluster: string | undefined): string {
+  return cluster === undefined ? "" : ` ON CLUSTER ${quoteIdentifier(cluster)}`;
 }
 
 /** The database does not hold the tables this service writes, in a way it will not repair by itself. */
@@ -238,9 +223,10 @@ export class SchemaError extends Error {
 export async function createSchema(db: ClickHouse, onRepair: RepairObserver = warnRepair): Promise<void> {
   const { cluster } = db;
   const nodes = cluster === undefined ? 1 : await clusterNodes(db, cluster);
-  const onCluster = cluster === undefined ? "" : ` ON CLUSTER ${quoteIdentifier(cluster)}`;
+  const onCluster = onClusterClause(cluster);
   const databases = await db.rows(`SELECT name FROM system.databases WHERE name = ${literal(db.database)}`);
-  if (databases.length === 0) await db.command(`CREATE DATABASE IF NOT EXISTS \`${db.database}\`${onCluster}`);
+  if (databases.length === 0)
+    await db.command(`CREATE DATABASE IF NOT EXISTS ${quoteIdentifier(db.database)}${onCluster}`);
   const tables = await db.rows<{ name: string; engine: string }>(
     `SELECT name, engine FROM system.tables WHERE database = ${literal(db.database)}`,
   );

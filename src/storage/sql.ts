@@ -9,6 +9,16 @@ export function literal(value: string): string {
   return `'${value.replace(/[\\'\0]/g, (char) => (char === "\0" ? "\\0" : `\\${char}`))}'`;
 }
 
+/** A name as a ClickHouse identifier, in backquotes. */
+export function quoteIdentifier(name: string): string {
+  return `\`${name.replace(/[\\`]/g, (char) => `\\${char}`)}\``;
+}
+
+/** `database`.`name`, quoted. */
+export function tableName(database: string, name: string): string {
+  return `${quoteIdentifier(database)}.${quoteIdentifier(name)}`;
+}
+
 /**
  * ClickHouse parses at most `max_query_size` bytes of SQL (256 KiB by default), so lists of values are split to
  * keep each query's literals under this many bytes.

@@ -84,8 +84,13 @@ export async function startProcess(
 }
 
 /** Runs `ingest <args>` from source as a command in a process of its own, and returns what it printed. */
-export async function runCommand(args: readonly string[], env: Record<string, string>, stdin = "") {
-  const child = Bun.spawn([process.execPath, "src/main.ts", ...args], {
+export function runCommand(args: readonly string[], env: Record<string, string>, stdin = "") {
+  return captured([process.execPath, "src/main.ts", ...args], env, stdin);
+}
+
+/** Runs `command` in ROOT to its end, and returns its output and exit status. */
+async function captured(command: readonly string[], env: Record<string, string>, stdin = "") {
+  const child = Bun.spawn([...command], {
     cwd: ROOT,
     env,
     stdin: new Blob([stdin]),
@@ -102,19 +107,9 @@ export async function runCommand(args: readonly string[], env: Record<string, st
 
 /** Runs `sql` against the data the process wrote, from a process of its own (chDB binds a directory per process). */
 export async function queryRows<Row>(env: Record<string, string>, sql: string): Promise<Row[]> {
-  const reader = Bun.spawn([process.execPath, join(import.meta.dir, "read-rows.ts"), sql], {
-    cwd: ROOT,
-    env,
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [out, err, code] = await Promise.all([
-    new Response(reader.stdout).text(),
-    new Response(reader.stderr).text(),
-    reader.exited,
-  ]);
-  if (code !== 0) throw new Error(`read-rows failed (${code}): ${err}`);
-  return JSON.parse(out) as Row[];
+  const { stdout, stderr, code } = await captured([process.execPath, join(import.meta.dir, "read-rows.ts"), sql], env);
+  if (code !== 0) throw new Error(`read-rows failed (${code}): ${stderr}`);
+  return JSON.parse(stdout) as Row[];
 }
 
 /** A process's resident memory in MiB, from /proc. */

@@ -1,6 +1,7 @@
 import { type AcceptedEvent, acceptEvents, uuidOf } from "../capture/validate";
 import { IngestError } from "../errors";
 import { isObject } from "../json";
+import { IMPORT_NAMESPACE } from "./formats";
 
 /** An event of the import, ready to send: as a `/batch/` item and as the service accepted it. */
 export interface ImportEvent {
@@ -16,9 +17,6 @@ export type Rejection =
   | "no timestamp"
   | "invalid timestamp"
   | "nested too deep";
-
-/** The namespace of every UUID an import derives (UUIDv5): fixed, so a re-run derives the same ones. */
-export const IMPORT_NAMESPACE = "5a0b7c3e-2f0d-4d1e-9a55-6e7f1c2b3d4a";
 
 /**
  * Checks an item as `/batch/` would, plus the one thing an import must have: a timestamp (an event without one

@@ -1,19 +1,21 @@
-import { isObject, parseJson } from "../json";
-
-/** What a line holds: the batch items it yields, or why it yields none. */
-export type Records = { readonly items: readonly unknown[] } | { readonly reason: "not an event" };
+import { isObject, parseJson } from "../../json";
+import { type Format, NOT_AN_EVENT, type Records } from "./format";
 
 /**
- * A line of a PostHog export or capture log as `/batch/` items: an event, an array of events, a `/batch/` body, or
- * a row of PostHog's own event export, whose `properties` (and `set`, `set_once`) may be JSON text and whose
- * `set` / `set_once` are the event's `$set` / `$set_once` (docs/import.md#posthog).
+ * PostHog's own shapes: an event as `/batch/` takes it, an array of them, a `/batch/` body, or a row of PostHog's
+ * event export, whose `properties` (and `set`, `set_once`) may be JSON text and whose `set` / `set_once` are the
+ * event's `$set` / `$set_once` (docs/import.md#posthog). What no other format claims is read as this one.
  */
-export function posthogRecords(record: unknown): Records {
-  if (Array.isArray(record)) return { items: record.map(exportRow) };
-  if (!isObject(record)) return { reason: "not an event" };
-  if (Array.isArray(record.batch)) return { items: record.batch.map(exportRow) };
-  return { items: [exportRow(record)] };
-}
+export const posthog: Format = {
+  name: "posthog",
+  matches: () => true,
+  records(record: unknown): Records {
+    if (Array.isArray(record)) return { items: record.map(exportRow) };
+    if (!isObject(record)) return NOT_AN_EVENT;
+    if (Array.isArray(record.batch)) return { items: record.batch.map(exportRow) };
+    return { items: [exportRow(record)] };
+  },
+};
 
 /** An export row as a batch item; anything else unchanged. */
 function exportRow(item: unknown): unknown {

@@ -1,27 +1,46 @@
 import { parseArgs } from "node:util";
 import { type Config, ConfigError, loadConfig } from "../config";
-import { directTarget, httpTarget, ImportError, type ImportTarget, type Rejected, runImport } from "../import";
+import {
+  Checkpoint,
+  directTarget,
+  FORMAT_NAMES,
+  type FormatName,
+  httpTarget,
+  ImportError,
+  type ImportTarget,
+  type Rejected,
+  runImport,
+} from "../import";
 import { fail } from "./output";
+import { progressView } from "./progress";
 
-export const IMPORT_USAGE = `Usage: ingest import [--url URL --api-key KEY] [--data-dir DIR] [--rejects FILE] [--strict]
-                    [--batch-size N] FILE...
+export const IMPORT_USAGE = `Usage: ingest import [--url URL --api-key KEY] [--data-dir DIR] [--format NAME] [--resume]
+                    [--checkpoint FILE] [--rejects FILE] [--strict] [--batch-size N] FILE...
 
 Imports events from files of JSON lines (plain or gzip; - or no FILE reads standard input), in file order, by
-the same rules as POST /batch/. Each line is a PostHog event, an array of them, a /batch/ body, or a row of
-PostHog's event export. Every event needs a timestamp; one without a uuid gets one derived from its line, so
-importing a file again stores nothing twice.
+the same rules as POST /batch/: PostHog's events and exports, or Mixpanel, Amplitude or Segment/RudderStack
+exports, the format found from each file's first line. Every event needs a timestamp, and gets a UUID from
+the source's own ID or its line, so importing a file again stores nothing twice.
 
   --url URL          send to the service running there (batches marked historical_migration); else write in
                      this process to DATA_DIR (or --data-dir), which no running service may hold, or to
                      CLICKHOUSE_URL
   --api-key KEY      with --url: the project token (default: the first of PUBLIC_API_KEYS)
+  --format NAME      read every file as ${FORMAT_NAMES.join(", ")} instead of detecting it
+  --checkpoint FILE  where each file's acknowledged position is kept (default: ingest-import.checkpoint.json)
+  --resume           go on from the checkpoint: skip what it says is stored
   --rejects FILE     write each rejected line there, as a JSON line with its file, line number and reason
   --strict           stop at the first rejected line
   --batch-size N     events a batch (default: 10000 in process, 1000 with --url)
 
-The summary is one JSON line on standard output. Exit status: 0 when every line was imported, 1 when any was
-rejected or the import stopped, 2 for a usage error.
+Progress goes to standard error (a bar on a terminal, else a JSON line every 5 seconds); Ctrl-C or SIGTERM
+stops after the batches in flight are answered, with the checkpoint written. The summary is one JSON line on
+standard output. Exit status: 0 when every line was imported, 1 when any was rejected or the import failed,
+2 for a usage error, 130 or 143 when stopped by SIGINT or SIGTERM.
 `;
+
+const DEFAULT_CHECKPOINT = "ingest-import.checkpoint.json";
+const STOPPED_BY = { SIGINT: 130, SIGTERM: 143 } as const;
 
 /** `ingest import`: returns the exit status. */
 export async function importCommand(args: readonly string[], env = process.env): Promise<number> {
@@ -50,14 +69,39 @@ export async function importCommand(args: readonly string[], env = process.env):
   }
   const apiKey = values["api-key"] ?? [...config.publicApiKeys][0];
   if (values.url !== undefined && apiKey === undefined) return usage("--url needs --api-key (or PUBLIC_API_KEYS)");
+  const format = values.format;
+  if (format !== undefined && !(FORMAT_NAMES as readonly string[]).includes(format)) {
+    return usage(`--format must be one of ${FORMAT_NAMES.join(", ")}`);
+  }
+  const files = positionals.length > 0 ? positionals : ["-"];
+  if (values.resume && files.includes("-")) return usage("--resume needs files: standard input cannot be resumed");
 
   const rejects = values.rejects === undefined ? undefined : Bun.file(values.rejects).writer();
+  const stop = new AbortController();
+  let stoppedBy: keyof typeof STOPPED_BY | undefined;
+  const onSignal = (signal: keyof typeof STOPPED_BY) => {
+    if (stoppedBy !== undefined) process.exit(STOPPED_BY[signal]); // a second time: now
+    stoppedBy = signal;
+    process.stderr.write(`\ningest import: ${signal}: stopping once the batches sent are answered\n`);
+    stop.abort();
+  };
+  const signals = Object.keys(STOPPED_BY) as (keyof typeof STOPPED_BY)[];
+  for (const signal of signals) process.on(signal, onSignal);
+  const progress = progressView();
   let target: ImportTarget | undefined;
   try {
+    const checkpoint = files.includes("-")
+      ? undefined
+      : Checkpoint.open(values.checkpoint ?? DEFAULT_CHECKPOINT, values.resume ?? false);
     target = values.url !== undefined ? httpTarget(values.url, apiKey!) : await directTarget(config);
     const summary = await runImport({
-      files: positionals.length > 0 ? positionals : ["-"],
+      files,
       target,
+      ...(format !== undefined && { format: format as FormatName }),
+      ...(checkpoint !== undefined && { checkpoint }),
+      signal: stop.signal,
+      onProgress: (p) => progress.show(p),
+      progressEveryMs: progress.everyMs,
       batchSize: batchSize ?? (values.url !== undefined ? 1000 : 10_000),
       inFlight: values.url !== undefined ? 4 : 2,
       maxLineBytes: config.maxBatchBytes,
@@ -66,12 +110,16 @@ export async function importCommand(args: readonly string[], env = process.env):
         rejects?.write(`${JSON.stringify(rejected)}\n`);
       },
     });
+    progress.end();
     process.stdout.write(`${JSON.stringify(summary)}\n`);
+    if (stoppedBy !== undefined) return STOPPED_BY[stoppedBy];
     return Object.keys(summary.rejected).length > 0 ? 1 : 0;
   } catch (error) {
+    progress.end();
     if (error instanceof ImportError) return fail(`ingest import: ${error.message}`);
     throw error;
   } finally {
+    for (const signal of signals) process.off(signal, onSignal);
     await target?.close();
     await rejects?.end();
   }
@@ -85,6 +133,9 @@ function parseOptions(args: readonly string[]) {
       url: { type: "string" },
       "api-key": { type: "string" },
       "data-dir": { type: "string" },
+      format: { type: "string" },
+      checkpoint: { type: "string" },
+      resume: { type: "boolean" },
       rejects: { type: "string" },
       strict: { type: "boolean" },
       "batch-size": { type: "string" },

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { processEnv, runCommand } from "../helpers/process";
+import { processEnv, queryRows, ROOT, runCommand } from "../helpers/process";
 import { scratchDir } from "../helpers/scratch";
 
 // `ingest import` as a user runs it from a shell, in a process of its own on a data directory of its own: what
@@ -10,8 +10,13 @@ import { scratchDir } from "../helpers/scratch";
 const embedded = !process.env.CLICKHOUSE_URL;
 const dir = scratchDir("ingest-import-cli-");
 
+let checkpoints = 0;
+/** `ingest import` with a checkpoint of its own (else it would be written where the tests run). */
 const ingestImport = (args: string[], env: Record<string, string> = {}) =>
-  runCommand(["import", ...args], { ...processEnv(), ...env });
+  runCommand(["import", "--checkpoint", join(dir, `checkpoint-${checkpoints++}.json`), ...args], {
+    ...processEnv(),
+    ...env,
+  });
 
 const event = (n: number) =>
   JSON.stringify({
@@ -71,5 +76,80 @@ describe.skipIf(!embedded)("ingest import on a data directory", () => {
     expect(run.code).toBe(2);
     expect(run.stderr).toContain("--batch-size must be a positive integer");
     expect(run.stderr).toContain("Usage: ingest import");
+    const format = await ingestImport(["--format", "csv", "x.jsonl"]);
+    expect([format.code, format.stderr.split("\n")[0]]).toEqual([
+      2,
+      "--format must be one of posthog, mixpanel, amplitude, segment",
+    ]);
+    const stdin = await ingestImport(["--resume"]);
+    expect([stdin.code, stdin.stderr.split("\n")[0]]).toEqual([
+      2,
+      "--resume needs files: standard input cannot be resumed",
+    ]);
+  });
+});
+
+describe.skipIf(!embedded)("stopping and resuming", () => {
+  const LINES = 150_000;
+  const path = join(dir, "history.jsonl");
+  writeFileSync(path, `${Array.from({ length: LINES }, (_, n) => event(n)).join("\n")}\n`);
+
+  /** Starts an import of `path` and kills it with `signal` once its checkpoint has acknowledged some lines. */
+  async function interrupted(dataDir: string, checkpoint: string, signal: "SIGINT" | "SIGKILL") {
+    const env = processEnv({ DATA_DIR: dataDir });
+    const child = Bun.spawn(
+      [process.execPath, "src/main.ts", "import", "--checkpoint", checkpoint, "--batch-size", "2000", path],
+      { cwd: ROOT, env, stdout: "pipe", stderr: "pipe" },
+    );
+    while (acknowledged(checkpoint) === 0) await Bun.sleep(20);
+    child.kill(signal);
+    const [stdout, code] = await Promise.all([new Response(child.stdout).text(), child.exited]);
+    return { env, stdout, code, line: acknowledged(checkpoint) };
+  }
+  const acknowledged = (checkpoint: string): number =>
+    existsSync(checkpoint) ? (JSON.parse(readFileSync(checkpoint, "utf8")).files[path]?.line ?? 0) : 0;
+  const stored = async (env: Record<string, string>, final: "FINAL" | "") =>
+    Number((await queryRows<{ n: string }>(env, `SELECT count() AS n FROM {db}.events ${final}`))[0]?.n);
+
+  test("Ctrl-C stops once the batches sent are answered, with the checkpoint written; --resume imports the rest", async () => {
+    const checkpoint = join(dir, "stopped.checkpoint.json");
+    const first = await interrupted(join(dir, "data-stopped"), checkpoint, "SIGINT");
+    expect(first.code).toBe(130);
+    const summary = JSON.parse(first.stdout);
+    expect(summary).toMatchObject({ stopped: true });
+    expect(summary.imported).toBe(first.line); // one event a line: what was stored is what the checkpoint says
+    expect(first.line).toBeLessThan(LINES);
+
+    const rest = await runCommand(["import", "--checkpoint", checkpoint, "--resume", path], first.env);
+    expect(rest.code).toBe(0);
+    expect(JSON.parse(rest.stdout)).toMatchObject({ imported: LINES - first.line, stopped: false });
+    expect(await stored(first.env, "")).toBe(LINES); // not one event twice, even before merges
+
+    const again = await runCommand(["import", "--checkpoint", checkpoint, "--resume", path], first.env);
+    expect(JSON.parse(again.stdout)).toMatchObject({ lines: 0, imported: 0 }); // done: nothing to resume
+  }, 60_000);
+
+  test("after a SIGKILL, --resume goes on from the last checkpoint; each event is stored once", async () => {
+    const checkpoint = join(dir, "killed.checkpoint.json");
+    const first = await interrupted(join(dir, "data-killed"), checkpoint, "SIGKILL");
+    expect(first.code).toBe(137);
+    const rest = await runCommand(["import", "--checkpoint", checkpoint, "--resume", path], first.env);
+    expect(rest.code).toBe(0);
+    expect(JSON.parse(rest.stdout).imported).toBe(LINES - first.line);
+    expect(await stored(first.env, "FINAL")).toBe(LINES); // what the killed run stored past its checkpoint, once
+  }, 60_000);
+
+  test("a file changed since its checkpoint is refused, not resumed at a place that means nothing now", async () => {
+    const checkpoint = join(dir, "changed.checkpoint.json");
+    const small = join(dir, "changed.jsonl");
+    writeFileSync(small, `${event(1)}\n`);
+    const env = processEnv({ DATA_DIR: join(dir, "data-changed") });
+    expect((await runCommand(["import", "--checkpoint", checkpoint, small], env)).code).toBe(0);
+    writeFileSync(small, `${event(1)}\n${event(2)}\n`);
+    const resumed = await runCommand(["import", "--checkpoint", checkpoint, "--resume", small], env);
+    expect([resumed.code, resumed.stderr]).toEqual([
+      1,
+      `ingest import: ${small} changed since checkpoint ${checkpoint} was written: import it without --resume\n`,
+    ]);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { processEnv, queryRows, ROOT, runCommand } from "../helpers/process";
 import { scratchDir } from "../helpers/scratch";
@@ -70,6 +70,35 @@ describe.skipIf(!embedded)("ingest import on a data directory", () => {
     const directory = await ingestImport(["--data-dir", join(dir, "data-dir"), dir]);
     expect([directory.code, directory.stderr]).toEqual([1, `ingest import: ${dir} is a directory, not a file\n`]);
   }, 30_000);
+
+  test("hostile lines: 2 GiB without a line break, nesting a million deep; each rejected by number, the rest read", async () => {
+    const path = join(dir, "hostile.jsonl");
+    writeFileSync(path, "");
+    truncateSync(path, 2 ** 31); // a sparse file: 2 GiB of NUL bytes, a line too long to hold, taking no disk
+    const deepProperties = `{"event":"e","distinct_id":"d","timestamp":"2024-05-01T10:00:00Z","properties":${'{"a":'.repeat(100_000)}1${"}".repeat(100_001)}`;
+    appendFileSync(path, `\n${"[".repeat(1_000_000)}${"]".repeat(1_000_000)}\n${deepProperties}\n${event(1)}\n`);
+    const rejects = join(dir, "hostile-rejects.jsonl");
+    try {
+      const run = await ingestImport(["--data-dir", join(dir, "data-hostile"), "--rejects", rejects, path]);
+      expect(run.code).toBe(1);
+      expect(JSON.parse(run.stdout)).toMatchObject({
+        lines: 4,
+        imported: 1,
+        rejected: { "line too long": 1, "not an event": 1, "nested too deep": 1 },
+      });
+      const reported = readFileSync(rejects, "utf8")
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line));
+      expect(reported.map((r) => [r.line, r.reason])).toEqual([
+        [1, "line too long"],
+        [2, "not an event"],
+        [3, "nested too deep"],
+      ]);
+    } finally {
+      rmSync(path);
+    }
+  }, 60_000);
 
   test("a usage error exits 2 with the usage", async () => {
     const run = await ingestImport(["--batch-size", "0", "x.jsonl"]);

@@ -41,12 +41,13 @@ import {
   stop,
   TUNING,
 } from "./harness";
+import { runImportBench } from "./import";
 import { runInstances } from "./instances";
 import { runPersons } from "./persons";
 import { runQuery } from "./query";
 import { EVENTS_PER_BATCH, PEOPLE, type Population, writeBodies } from "./workload";
 
-const MODE = (process.argv[2] ?? "http") as "http" | "mix" | "new" | "persons" | "query" | "instances";
+const MODE = (process.argv[2] ?? "http") as "http" | "mix" | "new" | "persons" | "query" | "instances" | "import";
 
 /** http, mix, new: one load on a fresh service, against the engine at 10,000 rows an insert and at the flush size. */
 async function runLoad(work: string, population: Population): Promise<void> {
@@ -108,7 +109,7 @@ function printBounds(result: LoadResult, engineRate: number, atFlushSize: Engine
   );
 }
 
-ensureWrk();
+if (MODE !== "import") ensureWrk();
 const settings = Object.entries(TUNING).map(([name, value]) => `${name}=${value}`);
 console.log(`service settings: ${settings.length > 0 ? settings.join(" ") : "defaults"}`);
 const work = mkdtempSync(join(tmpdir(), "ingest-bench-"));
@@ -116,6 +117,7 @@ try {
   if (MODE === "persons") await runPersons(work);
   else if (MODE === "query") await runQuery(work);
   else if (MODE === "instances") await runInstances(work);
+  else if (MODE === "import") await runImportBench(work);
   else await runLoad(work, { shape: MODE === "http" ? "known" : MODE, people: PEOPLE });
 } finally {
   for (const service of running) await stop(service);

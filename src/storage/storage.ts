@@ -59,14 +59,25 @@ export interface StorageObserver {
  */
 export class Storage implements EventSink {
   readonly #db: ClickHouse;
+  /**
+   * Where events are inserted: on the embedded engine, a session of its own, since the engine runs one query at a
+   * time per session and the events insert is most of a flush; a server takes concurrent inserts on one client.
+   */
+  readonly #eventsDb: ClickHouse;
   readonly #identity: IdentityResolver;
   readonly #commits: GroupCommit<CapturedEvent>;
   readonly #observer: StorageObserver | undefined;
   readonly #maxQueuedEvents: number;
   #closed = false;
 
-  private constructor(db: ClickHouse, options: StorageOptions, observer: StorageObserver | undefined) {
+  private constructor(
+    db: ClickHouse,
+    eventsDb: ClickHouse,
+    options: StorageOptions,
+    observer: StorageObserver | undefined,
+  ) {
     this.#db = db;
+    this.#eventsDb = eventsDb;
     this.#observer = observer;
     this.#maxQueuedEvents = options.maxQueuedEvents;
     this.#identity = new IdentityResolver(db, options.identity, observer?.cacheLookups);
@@ -83,13 +94,18 @@ export class Storage implements EventSink {
    */
   static async open(options: StorageOptions, observer?: StorageObserver): Promise<Storage> {
     const db = await ClickHouse.connect(options.clickhouse);
+    let eventsDb = db;
     try {
       await createSchema(db, observer?.schemaRepaired);
-      if (options.clickhouse.kind === "embedded") await tuneEmbeddedEngine(db, options.clickhouse.fsync);
-      const storage = new Storage(db, options, observer);
+      if (options.clickhouse.kind === "embedded") {
+        await tuneEmbeddedEngine(db, options.clickhouse.fsync);
+        eventsDb = await ClickHouse.connect(options.clickhouse);
+      }
+      const storage = new Storage(db, eventsDb, options, observer);
       observer?.preloaded(await storage.#identity.preload());
       return storage;
     } catch (error) {
+      if (eventsDb !== db) await eventsDb.close();
       await db.close();
       throw error;
     }
@@ -128,13 +144,15 @@ export class Storage implements EventSink {
   async close(): Promise<void> {
     this.#closed = true;
     await this.#commits.drain();
+    if (this.#eventsDb !== this.#db) await this.#eventsDb.close();
     await this.#db.close();
   }
 
   /**
-   * Facts go in first, then the persons and links derived from them, then the events that point to them. A
-   * failure part-way leaves nothing a retry cannot finish: the retry writes its facts again (a fact written twice
-   * says nothing new) and derives the same persons and links from them (docs/scale-out.md).
+   * Facts go in first, then the persons derived from them, then at once the links and the events that point to
+   * those persons: whatever a failure part-way leaves, no link or event points to a person not stored. Nothing
+   * a retry cannot finish either: the retry writes its facts again (a fact written twice says nothing new) and
+   * derives the same persons and links from them (docs/scale-out.md).
    */
   async #write(events: readonly CapturedEvent[]): Promise<void> {
     const started = performance.now();
@@ -157,19 +175,30 @@ export class Storage implements EventSink {
       const facts = timer();
       const resolution = await this.#identity.resolve(prepared);
       identity += timer();
+      const rows = events.map((event, index) => eventRow(event, resolution.personIds[index]!));
       await this.#db.insert("persons", resolution.persons);
       const persons = timer();
-      await this.#db.insert("person_distinct_ids", resolution.distinctIds);
-      const links = timer();
-      const rows = events.map((event, index) => eventRow(event, resolution.personIds[index]!));
-      for (const insert of eventInserts(rows)) await this.#db.insert("events", insert);
+      const [links, inserted] = await Promise.all([
+        timed(() => this.#db.insert("person_distinct_ids", resolution.distinctIds)),
+        timed(async () => {
+          for (const insert of eventInserts(rows)) await this.#eventsDb.insert("events", insert);
+        }),
+      ]);
+      timer();
       this.#identity.commit(prepared, resolution);
-      return { identity, facts, persons, links, events: timer() };
+      return { identity, facts, persons, links, events: inserted };
     } catch (error) {
       this.#identity.abandon(prepared);
       throw error;
     }
   }
+}
+
+/** How long `work` took, in seconds. */
+async function timed(work: () => Promise<void>): Promise<number> {
+  const started = performance.now();
+  await work();
+  return (performance.now() - started) / 1000;
 }
 
 /** Seconds since the previous call (or since it was made). */

@@ -1,3 +1,4 @@
+import { resolve } from "node:path";
 import { parseJson } from "../json";
 import { type Checkpoint, type Position, START } from "./checkpoint";
 import { type ImportEvent, importEvent, type Rejection } from "./events";
@@ -95,7 +96,9 @@ export async function runImport(options: ImportOptions): Promise<Summary> {
   const batches = new Batches(options.target, options.inFlight, totals, (mark) =>
     options.checkpoint?.acknowledge(mark.file, mark.position, mark.done),
   );
-  const bytesTotal = options.files.includes("-") ? undefined : sum(options.files.map(sizeOf));
+  // A file named twice is read once: its events would be the same ones, and its checkpoint one position.
+  const files = [...new Map(options.files.map((path) => [path === "-" ? path : resolve(path), path])).values()];
+  const bytesTotal = files.includes("-") ? undefined : sum(files.map(sizeOf));
   let bytesBefore = 0; // of the files already read
   let bytesOfFile = () => 0;
   const progress = (): Progress => ({
@@ -120,10 +123,13 @@ export async function runImport(options: ImportOptions): Promise<Summary> {
   const stopped = () => options.signal?.aborted === true;
 
   try {
-    for (const path of options.files) {
+    for (const path of files) {
       if (stopped()) break;
       const from = path === "-" || options.checkpoint === undefined ? START : options.checkpoint.startOf(path);
-      if (from === undefined) continue; // done before this run
+      if (from === undefined) {
+        bytesBefore += sizeOf(path); // stored before this run
+        continue;
+      }
       const source = await openSource(path);
       bytesOfFile = source.bytesRead;
       let format: Format | undefined = options.format === undefined ? undefined : FORMATS[options.format];
@@ -188,7 +194,7 @@ export async function runImport(options: ImportOptions): Promise<Summary> {
   }
   batches.throwFailure();
   return {
-    files: options.files.length,
+    files: files.length,
     formats,
     lines: totals.lines,
     imported: totals.imported,

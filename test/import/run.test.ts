@@ -117,6 +117,11 @@ describe("through a running service", () => {
     expect(JSON.parse(row!.properties)).toEqual({ $browser: "Firefox" });
   });
 
+  test("a file named twice (by any path) is read once", async () => {
+    const { summary } = await imported(httpTarget(service.url, KEY), [file, `${dir}/./export.jsonl`]);
+    expect(summary).toMatchObject({ files: 1, lines: 8, imported: 5 });
+  });
+
   test("a service that refuses the batches (a wrong key) stops the import with its answer", async () => {
     const run = imported(httpTarget(service.url, "wrong-key"));
     await expect(run).rejects.toBeInstanceOf(ImportError);

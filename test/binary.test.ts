@@ -76,16 +76,24 @@ test("on the embedded engine: first start unpacks it once, later starts reuse it
       `warm start ${warm.seconds.toFixed(2)} s; RSS ${firstRss} MiB after a batch, ${warmRss} MiB idle`,
   );
   expect(readdirSync(env.CHDB_CACHE_DIR)).toHaveLength(1); // unpacked once, reused
+  // `ingest import` runs inside the executable too: a Mixpanel line on standard input, recognised as one
+  const line = { event: "from_import", properties: { time: 1714557600, distinct_id: "u-1", $insert_id: "i-1" } };
+  const imported = Bun.spawnSync([binary, "import"], {
+    env: { ...env, CLICKHOUSE_DATABASE: database },
+    stdin: Buffer.from(`${JSON.stringify(line)}\n`),
+  });
+  expect([imported.exitCode, imported.stderr.toString()]).toEqual([0, ""]);
+  expect(JSON.parse(imported.stdout.toString())).toMatchObject({ formats: { stdin: "mixpanel" }, imported: 1 });
   const opened = Bun.spawnSync([binary, "query", "SELECT count() FROM events"], {
     env: { ...env, CLICKHOUSE_DATABASE: database },
   });
-  expect([opened.exitCode, opened.stdout.toString()]).toEqual([0, "1\n"]); // the data directory, opened directly
+  expect([opened.exitCode, opened.stdout.toString()]).toEqual([0, "2\n"]); // the data directory, opened directly
 
   const rows = await queryRows<{ event: string }>(
     { ...env, CLICKHOUSE_DATABASE: database, PATH: process.env.PATH ?? "" },
-    "SELECT event FROM {db}.events",
+    "SELECT event FROM {db}.events ORDER BY event",
   );
-  expect(rows).toEqual([{ event: "from_binary" }]);
+  expect(rows).toEqual([{ event: "from_binary" }, { event: "from_import" }]);
 }, 120_000);
 
 test("with CLICKHOUSE_URL: ingests through the server and never loads (or unpacks) chDB", async () => {

@@ -1,4 +1,4 @@
-import { statSync } from "node:fs";
+import { closeSync, openSync, statSync } from "node:fs";
 
 /** A file (or standard input) that cannot be read as an import: the message names it and says why. */
 export class ImportError extends Error {
@@ -35,7 +35,7 @@ const GZIP_MAGIC = [0x1f, 0x8b] as const;
  */
 export async function openSource(path: string): Promise<Source> {
   if (path !== "-") sizeOf(path);
-  const raw = path === "-" ? Bun.stdin.stream() : Bun.file(path).stream();
+  const raw = path === "-" ? detachedStdin() : Bun.file(path).stream();
   const reader = raw.getReader();
   const first = await reader.read();
   const head = first.done ? new Uint8Array() : first.value;
@@ -60,4 +60,21 @@ export async function openSource(path: string): Promise<Source> {
   const inflate = new DecompressionStream("gzip") as unknown as ReadableWritablePair<Uint8Array, Uint8Array>;
   const bytes = gzip ? replayed.pipeThrough(inflate) : replayed;
   return { name: path === "-" ? "stdin" : path, bytes, gzip, bytesRead: () => bytesRead };
+}
+
+/**
+ * Standard input, read through a descriptor of its own, with descriptor 0 left on /dev/null. The embedded engine
+ * runs in this process and takes data waiting on standard input for an insert's own (and then refuses every
+ * insert, "both inlined and external data"), so it must find nothing there.
+ */
+function detachedStdin(): ReadableStream<Uint8Array> {
+  let fd: number;
+  try {
+    fd = openSync("/dev/stdin", "r");
+  } catch (error) {
+    throw new ImportError(`standard input: ${(error as Error).message}`);
+  }
+  closeSync(0);
+  openSync("/dev/null", "r"); // the lowest free descriptor: 0
+  return Bun.file(fd).stream();
 }

@@ -12,11 +12,12 @@ const dir = scratchDir("ingest-import-cli-");
 
 let checkpoints = 0;
 /** `ingest import` with a checkpoint of its own (else it would be written where the tests run). */
-const ingestImport = (args: string[], env: Record<string, string> = {}) =>
-  runCommand(["import", "--checkpoint", join(dir, `checkpoint-${checkpoints++}.json`), ...args], {
-    ...processEnv(),
-    ...env,
-  });
+const ingestImport = (args: string[], env: Record<string, string> = {}, stdin = "") =>
+  runCommand(
+    ["import", "--checkpoint", join(dir, `checkpoint-${checkpoints++}.json`), ...args],
+    { ...processEnv(), ...env },
+    stdin,
+  );
 
 const event = (n: number) =>
   JSON.stringify({
@@ -32,6 +33,13 @@ describe.skipIf(!embedded)("ingest import on a data directory", () => {
     const run = await ingestImport(["--data-dir", join(dir, "data-good"), path]);
     expect(run.code).toBe(0);
     expect(JSON.parse(run.stdout)).toMatchObject({ files: 1, lines: 3, imported: 3, rejected: {} });
+  });
+
+  test("standard input, with no file or -, is read as a file is (the engine in the process never sees it)", async () => {
+    const lines = `${Array.from({ length: 3000 }, (_, n) => event(n)).join("\n")}\n`;
+    const run = await ingestImport(["--data-dir", join(dir, "data-stdin"), "--batch-size", "500"], {}, lines);
+    expect([run.code, run.stderr]).toEqual([0, ""]);
+    expect(JSON.parse(run.stdout)).toMatchObject({ files: 1, formats: { stdin: "posthog" }, imported: 3000 });
   });
 
   test("rejected lines go to --rejects as JSON lines, and the exit status is 1", async () => {

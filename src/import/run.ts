@@ -2,8 +2,8 @@ import { resolve } from "node:path";
 import { parseJson } from "../json";
 import { type Checkpoint, type Position, START } from "./checkpoint";
 import { type ImportEvent, importEvent, type Rejection } from "./events";
-import { detectFormat, FORMATS, type Format, type FormatName, ImportMemory } from "./formats";
-import { readLines } from "./lines";
+import { detectFormat, FORMATS, type Format, type FormatName, ImportMemory, type Records } from "./formats";
+import { type Line, readLines } from "./lines";
 import { ImportError, openSource, sizeOf } from "./source";
 import type { ImportTarget } from "./targets";
 
@@ -86,125 +86,159 @@ interface Mark {
  * read to its end, or a batch the target fails for good, stops it with an `ImportError` once the batches in flight
  * are answered.
  */
-export async function runImport(options: ImportOptions): Promise<Summary> {
-  const started = performance.now();
-  const seconds = () => (performance.now() - started) / 1000;
-  const rejected: Partial<Record<Reason, number>> = {};
-  const totals = { lines: 0, imported: 0, dropped: 0, retries: 0, rejected: 0 };
-  const formats: Record<string, FormatName> = {};
-  const memory = new ImportMemory();
-  const batches = new Batches(options.target, options.inFlight, totals, (mark) =>
-    options.checkpoint?.acknowledge(mark.file, mark.position, mark.done),
-  );
-  // A file named twice is read once: its events would be the same ones, and its checkpoint one position.
-  const files = [...new Map(options.files.map((path) => [path === "-" ? path : resolve(path), path])).values()];
-  const bytesTotal = files.includes("-") ? undefined : sum(files.map(sizeOf));
-  let bytesBefore = 0; // of the files already read
-  let bytesOfFile = () => 0;
-  const progress = (): Progress => ({
-    bytesRead: bytesBefore + bytesOfFile(),
-    bytesTotal,
-    lines: totals.lines,
-    imported: totals.imported,
-    rejected: totals.rejected,
-    seconds: seconds(),
-    eventsPerSecond: totals.imported / seconds(),
-  });
-  const timer =
-    options.onProgress !== undefined
-      ? setInterval(() => options.onProgress?.(progress()), options.progressEveryMs ?? 5000)
-      : undefined;
-  const reject = (file: string, line: number, reason: Reason, text: string | undefined) => {
-    rejected[reason] = (rejected[reason] ?? 0) + 1;
-    totals.rejected++;
-    options.onReject?.({ file, line, reason, text });
-    if (options.strict) throw new ImportError(`${file}, line ${line}: ${reason}`);
-  };
-  const stopped = () => options.signal?.aborted === true;
+export function runImport(options: ImportOptions): Promise<Summary> {
+  return new ImportRun(options).run();
+}
 
-  try {
-    for (const path of files) {
-      if (stopped()) break;
-      const from = path === "-" || options.checkpoint === undefined ? START : options.checkpoint.startOf(path);
-      if (from === undefined) {
-        bytesBefore += sizeOf(path); // stored before this run
-        continue;
-      }
-      const source = await openSource(path);
-      bytesOfFile = source.bytesRead;
-      let format: Format | undefined = options.format === undefined ? undefined : FORMATS[options.format];
-      let batch: ImportEvent[] = [];
-      let batchChars = 0;
-      let read: Mark = { file: path, position: from, done: false }; // the last line read to its end
-      try {
-        for await (const line of readLines(source.bytes, options.maxLineBytes, from)) {
-          if (stopped()) break;
-          totals.lines++;
-          if (batch.length > 0 && batchChars + ("text" in line ? line.text.length : 0) > options.maxLineBytes / 2) {
-            // a batch stays well within what the service takes in one request
-            await batches.send(batch, read);
-            batch = [];
-            batchChars = 0;
-          }
-          read = { file: path, position: { line: line.number, offset: line.end }, done: false };
-          if ("reason" in line) {
-            reject(source.name, line.number, line.reason, undefined);
-            continue;
-          }
-          let record: unknown;
-          try {
-            record = parseJson(line.text);
-          } catch {
-            reject(source.name, line.number, "not JSON", line.text);
-            continue;
-          }
-          format ??= detectFormat(record);
-          formats[source.name] = format.name;
-          const records = format.records(record, memory);
-          if ("reason" in records) {
-            reject(source.name, line.number, records.reason, line.text);
-            continue;
-          }
-          for (const [index, item] of records.items.entries()) {
-            const event = importEvent(item, { line: line.number, index, text: line.text });
-            if (typeof event === "string") reject(source.name, line.number, event, line.text);
-            else batch.push(event);
-          }
-          batchChars += line.text.length;
-          if (batch.length >= options.batchSize) {
-            await batches.send(batch, read);
-            batch = [];
-            batchChars = 0;
-          }
-        }
-      } catch (error) {
-        if (error instanceof ImportError || batches.failed(error)) throw error;
-        const what = source.gzip ? "its gzip stream is truncated or corrupt" : "it could not be read";
-        throw new ImportError(`${source.name}: ${what} after line ${read.position.line} (${(error as Error).message})`);
-      }
-      if (stopped()) break;
-      await batches.send(batch, { ...read, done: true });
-      bytesBefore += source.bytesRead();
-      bytesOfFile = () => 0;
-    }
-  } finally {
-    clearInterval(timer);
-    await batches.settled();
-    options.checkpoint?.write();
+/** One import's state: what it has read, counted and sent so far. */
+class ImportRun {
+  readonly #options: ImportOptions;
+  readonly #started = performance.now();
+  readonly #totals = { lines: 0, imported: 0, dropped: 0, retries: 0, rejected: 0 };
+  readonly #rejected: Partial<Record<Reason, number>> = {};
+  readonly #formats: Record<string, FormatName> = {};
+  readonly #memory = new ImportMemory();
+  readonly #batches: Batches;
+  /** The files, each once: a file named twice would give the same events, and have one position. */
+  readonly #files: readonly string[];
+  readonly #bytesTotal: number | undefined;
+  #bytesBefore = 0; // of the files already read
+  #bytesOfFile = () => 0;
+
+  constructor(options: ImportOptions) {
+    this.#options = options;
+    this.#batches = new Batches(options.target, options.inFlight, this.#totals, (mark) =>
+      options.checkpoint?.acknowledge(mark.file, mark.position, mark.done),
+    );
+    this.#files = [...new Map(options.files.map((path) => [path === "-" ? path : resolve(path), path])).values()];
+    this.#bytesTotal = this.#files.includes("-") ? undefined : sum(this.#files.map(sizeOf));
   }
-  batches.throwFailure();
-  return {
-    files: files.length,
-    formats,
-    lines: totals.lines,
-    imported: totals.imported,
-    dropped: totals.dropped,
-    rejected,
-    retries: totals.retries,
-    stopped: stopped(),
-    seconds: seconds(),
-    eventsPerSecond: totals.imported / seconds(),
-  };
+
+  async run(): Promise<Summary> {
+    const { onProgress, progressEveryMs = 5000, checkpoint } = this.#options;
+    const timer = onProgress && setInterval(() => onProgress(this.#progress()), progressEveryMs);
+    try {
+      for (const path of this.#files) {
+        if (this.#stopped()) break;
+        await this.#file(path);
+      }
+    } finally {
+      clearInterval(timer);
+      await this.#batches.settled();
+      checkpoint?.write();
+    }
+    this.#batches.throwFailure();
+    return {
+      files: this.#files.length,
+      formats: this.#formats,
+      lines: this.#totals.lines,
+      imported: this.#totals.imported,
+      dropped: this.#totals.dropped,
+      rejected: this.#rejected,
+      retries: this.#totals.retries,
+      stopped: this.#stopped(),
+      seconds: this.#seconds(),
+      eventsPerSecond: this.#totals.imported / this.#seconds(),
+    };
+  }
+
+  /** Reads a file from its checkpointed position to its end, sending its events in batches cut between lines. */
+  async #file(path: string): Promise<void> {
+    const { checkpoint, maxLineBytes, batchSize } = this.#options;
+    const from = path === "-" || checkpoint === undefined ? START : checkpoint.startOf(path);
+    if (from === undefined) {
+      this.#bytesBefore += sizeOf(path); // stored before this run
+      return;
+    }
+    const source = await openSource(path);
+    this.#bytesOfFile = source.bytesRead;
+    const named = this.#options.format;
+    let format: Format | undefined = named === undefined ? undefined : FORMATS[named];
+    let batch: ImportEvent[] = [];
+    let batchChars = 0;
+    let read: Mark = { file: path, position: from, done: false }; // the last line read to its end
+    const send = async () => {
+      await this.#batches.send(batch, read);
+      batch = [];
+      batchChars = 0;
+    };
+    try {
+      for await (const line of readLines(source.bytes, maxLineBytes, from)) {
+        if (this.#stopped()) return;
+        this.#totals.lines++;
+        const chars = "text" in line ? line.text.length : 0;
+        // a batch stays well within what the service takes in one request
+        if (batch.length > 0 && batchChars + chars > maxLineBytes / 2) await send();
+        read = { file: path, position: { line: line.number, offset: line.end }, done: false };
+        if ("reason" in line) {
+          this.#reject(source.name, line.number, line.reason, undefined);
+          continue;
+        }
+        let record: unknown;
+        try {
+          record = parseJson(line.text);
+        } catch {
+          this.#reject(source.name, line.number, "not JSON", line.text);
+          continue;
+        }
+        format ??= detectFormat(record);
+        this.#formats[source.name] = format.name;
+        batch.push(...this.#events(format.records(record, this.#memory), source.name, line));
+        batchChars += chars;
+        if (batch.length >= batchSize) await send();
+      }
+    } catch (error) {
+      if (error instanceof ImportError || this.#batches.failed(error)) throw error;
+      const what = source.gzip ? "its gzip stream is truncated or corrupt" : "it could not be read";
+      throw new ImportError(`${source.name}: ${what} after line ${read.position.line} (${(error as Error).message})`);
+    }
+    read = { ...read, done: true };
+    await send();
+    this.#bytesBefore += source.bytesRead();
+    this.#bytesOfFile = () => 0;
+  }
+
+  /** A line's items checked as the API does: the events to send; the others rejected. */
+  #events(records: Records, file: string, line: Line): ImportEvent[] {
+    if ("reason" in records) {
+      this.#reject(file, line.number, records.reason, line.text);
+      return [];
+    }
+    const events: ImportEvent[] = [];
+    for (const [index, item] of records.items.entries()) {
+      const event = importEvent(item, { line: line.number, index, text: line.text });
+      if (typeof event === "string") this.#reject(file, line.number, event, line.text);
+      else events.push(event);
+    }
+    return events;
+  }
+
+  #reject(file: string, line: number, reason: Reason, text: string | undefined): void {
+    this.#rejected[reason] = (this.#rejected[reason] ?? 0) + 1;
+    this.#totals.rejected++;
+    this.#options.onReject?.({ file, line, reason, text });
+    if (this.#options.strict) throw new ImportError(`${file}, line ${line}: ${reason}`);
+  }
+
+  #progress(): Progress {
+    return {
+      bytesRead: this.#bytesBefore + this.#bytesOfFile(),
+      bytesTotal: this.#bytesTotal,
+      lines: this.#totals.lines,
+      imported: this.#totals.imported,
+      rejected: this.#totals.rejected,
+      seconds: this.#seconds(),
+      eventsPerSecond: this.#totals.imported / this.#seconds(),
+    };
+  }
+
+  #seconds(): number {
+    return (performance.now() - this.#started) / 1000;
+  }
+
+  #stopped(): boolean {
+    return this.#options.signal?.aborted === true;
+  }
 }
 
 /**

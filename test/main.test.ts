@@ -31,6 +31,20 @@ describe("the service process", () => {
     expect(await storedCount(env, "event = 'from_process'")).toBe(1);
   });
 
+  test("with data piped into it (never read), it still writes: the embedded engine must not take it for an insert's", async () => {
+    const env = processEnv({ PUBLIC_API_KEYS: KEY });
+    const piped = new Blob(["not for the service\n".repeat(50_000)]);
+    const { child, url } = await startProcess(env, undefined, undefined, piped);
+    try {
+      const response = await post(url, [{ event: "with_stdin", distinct_id: "u" }]);
+      expect([response.status, await response.json()]).toEqual([200, { status: "ok", ingested: 1, dropped: 0 }]);
+    } finally {
+      child.kill("SIGTERM");
+    }
+    expect(await child.exited).toBe(0);
+    expect(await storedCount(env, "event = 'with_stdin'")).toBe(1);
+  });
+
   test("SIGTERM to `npm start`, as the README starts it, stops the service itself", async () => {
     const env = processEnv({ PUBLIC_API_KEYS: KEY });
     const { child, url } = await startProcess(env, ["npm", "start", "--silent"]);

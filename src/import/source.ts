@@ -1,4 +1,5 @@
-import { closeSync, openSync, statSync } from "node:fs";
+import { statSync } from "node:fs";
+import { detachStdin } from "../stdin";
 
 /** A file (or standard input) that cannot be read as an import: the message names it and says why. */
 export class ImportError extends Error {
@@ -62,19 +63,9 @@ export async function openSource(path: string): Promise<Source> {
   return { name: path === "-" ? "stdin" : path, bytes, gzip, bytesRead: () => bytesRead };
 }
 
-/**
- * Standard input, read through a descriptor of its own, with descriptor 0 left on /dev/null. The embedded engine
- * runs in this process and takes data waiting on standard input for an insert's own (and then refuses every
- * insert, "both inlined and external data"), so it must find nothing there.
- */
+/** Standard input, read from where `detachStdin` moved it (the embedded engine must find nothing on it). */
 function detachedStdin(): ReadableStream<Uint8Array> {
-  let fd: number;
-  try {
-    fd = openSync("/dev/stdin", "r");
-  } catch (error) {
-    throw new ImportError(`standard input: ${(error as Error).message}`);
-  }
-  closeSync(0);
-  openSync("/dev/null", "r"); // the lowest free descriptor: 0
+  const fd = detachStdin();
+  if (fd === undefined) throw new ImportError("standard input is closed");
   return Bun.file(fd).stream();
 }

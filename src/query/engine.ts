@@ -1,5 +1,6 @@
 import type { Session } from "chdb";
 import type { Config } from "../config";
+import { detachStdin } from "../stdin";
 import { prepareEmbeddedEngine } from "../storage/embedded/unpack";
 import { literal } from "../storage/sql";
 import { bindParams, unescapeText } from "./bind";
@@ -101,6 +102,7 @@ export class QueryEngine {
   /** Loads chDB (unpacking it first in the compiled executable) and opens the data directory. */
   static async open(options: QueryEngineOptions): Promise<QueryEngine> {
     await prepareEmbeddedEngine(options.nativeCacheDir);
+    detachStdin(); // a writable port's inserts would take what waits on standard input for their data
     // chDB's ESM entry loads its CommonJS one at run time (createRequire), out of the compiled executable's reach;
     // a require here is bundled, and still runs only now, after the engine is unpacked.
     const { Session } = require("chdb") as typeof import("chdb");

@@ -1,6 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { type ClickHouseClient, type ClickHouseClientConfigOptions, createClient } from "@clickhouse/client";
 import type { ClickHouseConfig } from "../config";
+import { detachStdin } from "../stdin";
 import { prepareEmbeddedEngine } from "./embedded/unpack";
 import { chunkByBytes, literalList, tableName } from "./sql";
 
@@ -56,6 +57,7 @@ export class ClickHouse {
     // The client declares the Connection contract from its own bundled copy of client-common, chDB from the
     // package; they are the same shape but TypeScript tells the copies apart.
     await prepareEmbeddedEngine(config.nativeCacheDir); // the compiled executable unpacks its engine first
+    detachStdin(); // the engine would take what waits on standard input for its inserts' data
     const { createChdbConnection } = await import("chdb/connection");
     const connection = createChdbConnection({ path: config.dataDir }) as unknown as NonNullable<
       ClickHouseClientConfigOptions["connection"]

@@ -56,15 +56,16 @@ export interface RunningService {
 }
 
 /**
- * Starts `command` (default: the service from source) with exactly `env`, in `cwd`, and waits for its "started"
- * log line.
+ * Starts `command` (default: the service from source) with exactly `env`, in `cwd` (standard input: nothing, or
+ * `stdin`), and waits for its "started" log line.
  */
 export async function startProcess(
   env: Record<string, string>,
   command = [process.execPath, "src/main.ts"],
   cwd = ROOT,
+  stdin: "ignore" | Blob = "ignore",
 ) {
-  const child = Bun.spawn(command, { cwd, env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const child = Bun.spawn(command, { cwd, env, stdin, stdout: "pipe", stderr: "pipe" });
   let text = "";
   const reader = child.stdout.getReader();
   const decoder = new TextDecoder();

@@ -68,7 +68,7 @@ function nested(rng: Rng, depth: number): unknown {
 }
 
 /** Something no field expects: a wrong type, a huge or hostile string, deep nesting, a number out of range. */
-function hostileValue(rng: Rng): unknown {
+export function hostileValue(rng: Rng): unknown {
   switch (rng.int(12)) {
     case 0:
       return rng.pick(HOSTILE_STRINGS);

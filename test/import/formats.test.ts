@@ -60,6 +60,7 @@ async function onePerson(...distinctIds: string[]) {
 
 describe("detection, from a file's first line of JSON", () => {
   const cases: [string, unknown, FormatName][] = [
+    ["PostHog's sample", firstLine("posthog"), "posthog"],
     ["a Mixpanel export", firstLine("mixpanel"), "mixpanel"],
     ["an Amplitude export", firstLine("amplitude"), "amplitude"],
     ["a Segment message", firstLine("segment"), "segment"],

@@ -93,7 +93,8 @@ export async function importCommand(args: readonly string[], env = process.env):
     const checkpoint = files.includes("-")
       ? undefined
       : Checkpoint.open(values.checkpoint ?? DEFAULT_CHECKPOINT, values.resume ?? false);
-    target = values.url !== undefined ? httpTarget(values.url, apiKey!) : await directTarget(config);
+    target =
+      values.url !== undefined ? httpTarget(values.url, apiKey!, config.maxBatchBytes) : await directTarget(config);
     const summary = await runImport({
       files,
       target,

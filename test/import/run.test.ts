@@ -71,7 +71,7 @@ const stored = (where = "1") => count(db, "events", where, { final: true });
 
 describe("through a running service", () => {
   test("every good event is stored, each bad line reported with its number and reason", async () => {
-    const { summary, rejected } = await imported(httpTarget(service.url, KEY));
+    const { summary, rejected } = await imported(httpTarget(service.url, KEY, 20 << 20));
     expect(summary).toMatchObject({
       files: 1,
       lines: 8,
@@ -90,7 +90,7 @@ describe("through a running service", () => {
   });
 
   test("importing the file again stores nothing twice, in events or in sessions", async () => {
-    await imported(httpTarget(service.url, KEY));
+    await imported(httpTarget(service.url, KEY, 20 << 20));
     expect(await stored()).toBe(5);
     const [session] = await db.rows<{ events: string | number }>(
       `SELECT uniqExactMerge(event_count) AS events FROM ${db.table("sessions")} WHERE session_id = 's-1'`,
@@ -118,12 +118,35 @@ describe("through a running service", () => {
   });
 
   test("a file named twice (by any path) is read once", async () => {
-    const { summary } = await imported(httpTarget(service.url, KEY), [file, `${dir}/./export.jsonl`]);
+    const { summary } = await imported(httpTarget(service.url, KEY, 20 << 20), [file, `${dir}/./export.jsonl`]);
     expect(summary).toMatchObject({ files: 1, lines: 8, imported: 5 });
   });
 
+  test("a batch larger than the service takes goes in halves, so a service with a small MAX_BATCH_BYTES gets it all", async () => {
+    const small = await startService({ PUBLIC_API_KEYS: KEY, MAX_BATCH_BYTES: "4000" });
+    try {
+      const lines = Array.from({ length: 20 }, (_, n) =>
+        JSON.stringify({
+          event: "big",
+          distinct_id: `big-${n}`,
+          timestamp: at(n),
+          properties: { pad: "p".repeat(2500) },
+        }),
+      );
+      const big = join(dir, "big.jsonl");
+      writeFileSync(big, `${lines.join("\n")}\n`);
+      const { summary } = await imported(httpTarget(small.url, KEY, 4000), [big]); // batches of 2 events: 5 KB of JSON
+      expect(summary).toMatchObject({ imported: 20, rejected: {} });
+      expect(await count(small.db, "events", "event = 'big'")).toBe(20);
+      // the same batches, not halved, are refused: what the halving is for
+      await expect(imported(httpTarget(small.url, KEY, 1 << 20), [big])).rejects.toThrow("refused a batch: 413");
+    } finally {
+      await small.stop();
+    }
+  });
+
   test("a service that refuses the batches (a wrong key) stops the import with its answer", async () => {
-    const run = imported(httpTarget(service.url, "wrong-key"));
+    const run = imported(httpTarget(service.url, "wrong-key", 20 << 20));
     await expect(run).rejects.toBeInstanceOf(ImportError);
     await expect(run).rejects.toThrow("refused a batch: 401");
   });

@@ -77,16 +77,7 @@ export async function importCommand(args: readonly string[], env = process.env):
   if (values.resume && files.includes("-")) return usage("--resume needs files: standard input cannot be resumed");
 
   const rejects = values.rejects === undefined ? undefined : Bun.file(values.rejects).writer();
-  const stop = new AbortController();
-  let stoppedBy: keyof typeof STOPPED_BY | undefined;
-  const onSignal = (signal: keyof typeof STOPPED_BY) => {
-    if (stoppedBy !== undefined) process.exit(STOPPED_BY[signal]); // a second time: now
-    stoppedBy = signal;
-    process.stderr.write(`\ningest import: ${signal}: stopping once the batches sent are answered\n`);
-    stop.abort();
-  };
-  const signals = Object.keys(STOPPED_BY) as (keyof typeof STOPPED_BY)[];
-  for (const signal of signals) process.on(signal, onSignal);
+  const stop = stopOnSignals();
   const progress = progressView();
   let target: ImportTarget | undefined;
   try {
@@ -113,17 +104,44 @@ export async function importCommand(args: readonly string[], env = process.env):
     });
     progress.end();
     process.stdout.write(`${JSON.stringify(summary)}\n`);
-    if (stoppedBy !== undefined) return STOPPED_BY[stoppedBy];
+    const stopped = stop.status();
+    if (stopped !== undefined) return stopped;
     return Object.keys(summary.rejected).length > 0 ? 1 : 0;
   } catch (error) {
     progress.end();
     if (error instanceof ImportError) return fail(`ingest import: ${error.message}`);
     throw error;
   } finally {
-    for (const signal of signals) process.off(signal, onSignal);
+    stop.dispose();
     await target?.close();
     await rejects?.end();
   }
+}
+
+type StopSignal = keyof typeof STOPPED_BY;
+
+/**
+ * Ctrl-C or SIGTERM: the first aborts `signal` (the import stops once the batches sent are answered), a second
+ * exits at once. `status` is the exit status the signal asks for, once one came.
+ */
+function stopOnSignals() {
+  const controller = new AbortController();
+  let stoppedBy: StopSignal | undefined;
+  const onSignal = (signal: StopSignal) => {
+    if (stoppedBy !== undefined) process.exit(STOPPED_BY[signal]);
+    stoppedBy = signal;
+    process.stderr.write(`\ningest import: ${signal}: stopping once the batches sent are answered\n`);
+    controller.abort();
+  };
+  const signals = Object.keys(STOPPED_BY) as StopSignal[];
+  for (const signal of signals) process.on(signal, onSignal);
+  return {
+    signal: controller.signal,
+    status: (): number | undefined => (stoppedBy === undefined ? undefined : STOPPED_BY[stoppedBy]),
+    dispose: () => {
+      for (const signal of signals) process.off(signal, onSignal);
+    },
+  };
 }
 
 function parseOptions(args: readonly string[]) {

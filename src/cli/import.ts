@@ -17,10 +17,10 @@ import { progressView } from "./progress";
 export const IMPORT_USAGE = `Usage: ingest import [--url URL --api-key KEY] [--data-dir DIR] [--format NAME] [--resume]
                     [--checkpoint FILE] [--rejects FILE] [--strict] [--batch-size N] FILE...
 
-Imports events from files of JSON lines (plain or gzip; - or no FILE reads standard input), in file order, by
-the same rules as POST /batch/: PostHog's events and exports, or Mixpanel, Amplitude or Segment/RudderStack
-exports, the format found from each file's first line. Every event needs a timestamp, and gets a UUID from
-the source's own ID or its line, so importing a file again stores nothing twice.
+Imports events from files of JSON lines or of one JSON array (plain or gzip; - or no FILE reads standard
+input), by the same rules as POST /batch/, in file order: PostHog's events and exports, or Mixpanel, Amplitude
+or Segment/RudderStack exports, the format found from each file's first line. Every event needs a timestamp,
+and gets a UUID from the source's own ID or its line, so importing a file again stores nothing twice.
 
   --url URL          send to the service running there (batches marked historical_migration); else write in
                      this process to DATA_DIR (or --data-dir), which no running service may hold, or to

@@ -3,7 +3,7 @@ import { parseJson } from "../json";
 import { type Checkpoint, type Position, START } from "./checkpoint";
 import { type ImportEvent, importEvent, type Rejection } from "./events";
 import { detectFormat, FORMATS, type Format, type FormatName, ImportMemory, type Records } from "./formats";
-import { type Line, readLines } from "./lines";
+import { type Line, readSource } from "./lines";
 import { ImportError, openSource, sizeOf } from "./source";
 import type { ImportTarget } from "./targets";
 
@@ -163,13 +163,13 @@ class ImportRun {
       batchChars = 0;
     };
     try {
-      for await (const line of readLines(source.bytes, maxLineBytes, from)) {
+      for await (const line of readSource(source.bytes, maxLineBytes, from)) {
         if (this.#stopped()) return;
         this.#totals.lines++;
         const chars = "text" in line ? line.text.length : 0;
         // a batch stays well within what the service takes in one request
         if (batch.length > 0 && batchChars + chars > maxLineBytes / 2) await send();
-        read = { file: path, position: { line: line.number, offset: line.end }, done: false };
+        read = { file: path, position: line.after, done: false };
         if ("reason" in line) {
           this.#reject(source.name, line.number, line.reason, undefined);
           continue;

@@ -117,6 +117,22 @@ describe("through a running service", () => {
     expect(JSON.parse(row!.properties)).toEqual({ $browser: "Firefox" });
   });
 
+  test("a file that is one pretty-printed JSON array: each element an event, rejections by the line it starts on", async () => {
+    const exported = [
+      { event: "from array", distinct_id: "arr-1", timestamp: at(10), properties: { $session_id: "arr-s" } },
+      { event: "from array", distinct_id: "arr-1" },
+      { event: "from array", distinct_id: "arr-2", timestamp: at(11) },
+    ];
+    const pretty = join(dir, "export.json");
+    writeFileSync(pretty, JSON.stringify(exported, null, 2));
+    for (let run = 0; run < 2; run++) {
+      const { summary, rejected } = await imported(httpTarget(service.url, KEY, 20 << 20), [pretty]);
+      expect(summary).toMatchObject({ lines: 3, imported: 2 });
+      expect(rejected.map((r) => [r.line, r.reason])).toEqual([[10, "no timestamp"]]);
+    }
+    expect(await stored("event = 'from array'")).toBe(2); // twice imported, once stored
+  });
+
   test("a file named twice (by any path) is read once", async () => {
     const { summary } = await imported(httpTarget(service.url, KEY, 20 << 20), [file, `${dir}/./export.jsonl`]);
     expect(summary).toMatchObject({ files: 1, lines: 8, imported: 5 });

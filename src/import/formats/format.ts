@@ -40,7 +40,7 @@ export function idText(value: unknown): string | undefined {
  */
 export class ImportMemory {
   readonly #seen = new Map<string, number | bigint>();
-  constructor(private readonly limit = 1_000_000) {}
+  constructor(private readonly limit = 100_000) {}
 
   /** True the first time a pair is seen (or seen again after forgetting). */
   firstLink(distinctId: string, anonymousId: string): boolean {

@@ -87,7 +87,7 @@ export async function* readLines(
 /**
  * A source's lines, or, when it is one JSON array spread over lines (its first line starts an array that does not
  * end on it, or is too long to hold), the elements of that array (`array.ts`). Decided from the first line with
- * anything on it, held meanwhile.
+ * anything on it, held meanwhile. A byte order mark at the start is dropped.
  */
 export async function* readSource(
   bytes: AsyncIterable<Uint8Array>,
@@ -100,7 +100,8 @@ export async function* readSource(
   let first: number | undefined; // of the first byte that is not whitespace, in the bytes held
   let lineEnd: number | undefined; // of the newline ending that first line
   for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
-    const chunk = next.value;
+    // a byte order mark, as Windows tools write, is not part of the first line (positions count without it)
+    const chunk = held === 0 && hasByteOrderMark(next.value) ? next.value.subarray(3) : next.value;
     if (first === undefined) {
       const at = chunk.findIndex((byte) => !WHITESPACE.has(byte));
       if (at !== -1) first = held + at;
@@ -128,6 +129,10 @@ export async function* readSource(
 
 const WHITESPACE = new Set([0x20, 0x09, 0x0d, NEWLINE]);
 const ARRAY_OPEN = 0x5b;
+
+function hasByteOrderMark(bytes: Uint8Array): boolean {
+  return bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf;
+}
 
 function parses(bytes: Uint8Array): boolean {
   try {

@@ -82,6 +82,11 @@ describe("readSource", () => {
     expect(await texts('  [{"a":1},\n{"b":2}]')).toEqual(['{"a":1}', '{"b":2}']);
   });
 
+  test("a byte order mark at the start (as Windows tools write) is not part of the first line", async () => {
+    expect(await texts('\ufeff{"a":1}\n{"b":2}\n')).toEqual(['{"a":1}', '{"b":2}']);
+    expect(await texts('\ufeff[\n{"a":1},\n{"b":2}\n]')).toEqual(['{"a":1}', '{"b":2}']);
+  });
+
   test("an array on one line too long to hold is read element by element, not refused whole", async () => {
     const line = `[${Array.from({ length: 200 }, (_, n) => `{"n":${n}}`).join(",")}]`;
     const read = await texts(line, 100);

@@ -26,6 +26,8 @@ test("the Dockerfile builds the executable in one stage and runs it alone, as a 
   expect(final).toMatch(/^debian:bookworm-slim/);
   expect(final).toContain("COPY --from=build /src/dist/ingest /usr/local/bin/ingest");
   expect(final).toMatch(/^USER ingest$/m);
+  expect(final).toMatch(/^WORKDIR \/import$/m); // writable by that user: where `ingest import` keeps its checkpoint
+  expect(final).toMatch(/chown ingest:ingest .*\/import/);
   expect(final).toMatch(/useradd --system --uid 10001/);
   expect(final).toMatch(/^HEALTHCHECK .*CMD \["\/usr\/local\/bin\/ingest", "--health-check"\]$/m);
   expect(final).toMatch(/^ENTRYPOINT \["\/usr\/local\/bin\/ingest"\]$/m); // exec form: signals reach it

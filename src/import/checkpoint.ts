@@ -34,9 +34,18 @@ export class Checkpoint {
     this.#files = files;
   }
 
-  /** A new checkpoint at `path`, or, to resume, the one already there (none there: nothing done yet). */
+  /**
+   * A new checkpoint at `path`, or, to resume, the one already there (none there: nothing done yet). Written at
+   * once, so that a path the import cannot write is refused before anything is imported.
+   */
   static open(path: string, resume: boolean): Checkpoint {
-    if (!resume) return new Checkpoint(path, {});
+    const checkpoint = resume ? Checkpoint.#read(path) : new Checkpoint(path, {});
+    checkpoint.#dirty = true;
+    checkpoint.write();
+    return checkpoint;
+  }
+
+  static #read(path: string): Checkpoint {
     let text: string;
     try {
       text = readFileSync(path, "utf8");
@@ -83,8 +92,14 @@ export class Checkpoint {
   write(): void {
     if (!this.#dirty) return;
     const temporary = `${this.path}.${process.pid}.tmp`;
-    writeFileSync(temporary, `${JSON.stringify({ version: 1, files: this.#files }, null, 2)}\n`);
-    renameSync(temporary, this.path);
+    try {
+      writeFileSync(temporary, `${JSON.stringify({ version: 1, files: this.#files }, null, 2)}\n`);
+      renameSync(temporary, this.path);
+    } catch (error) {
+      throw new ImportError(
+        `cannot write checkpoint ${this.path} (${(error as Error).message}): choose another with --checkpoint`,
+      );
+    }
     this.#dirty = false;
     this.#written = performance.now();
   }

@@ -108,6 +108,16 @@ describe.skipIf(!embedded)("ingest import on a data directory", () => {
     }
   }, 60_000);
 
+  test("a checkpoint it cannot write is refused before anything is imported", async () => {
+    const path = join(dir, "one.jsonl");
+    writeFileSync(path, `${event(1)}\n`);
+    const checkpoint = join(dir, "no-such-dir", "checkpoint.json");
+    const run = await ingestImport(["--data-dir", join(dir, "data-no-checkpoint"), "--checkpoint", checkpoint, path]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toStartWith(`ingest import: cannot write checkpoint ${checkpoint} (`);
+    expect(run.stdout).toBe("");
+  });
+
   test("a usage error exits 2 with the usage", async () => {
     const run = await ingestImport(["--batch-size", "0", "x.jsonl"]);
     expect(run.code).toBe(2);

@@ -9,6 +9,7 @@ import { QueryEngine, queryEngineOptions } from "./query";
 import { serve, serveMetrics, serveQuery } from "./server";
 import { SchemaError, Storage, storageOptions } from "./storage";
 import { describeError, Logger, Metrics, queryObserver, requestObserver, storageObserver } from "./telemetry";
+import { ensureWorkerThreads, workerThreadsFor } from "./workers";
 
 const USAGE = `ingest ${pkg.version}: PostHog-style event batches into ClickHouse.
 
@@ -25,6 +26,7 @@ async function main(args: readonly string[]): Promise<void> {
   if (args.includes("--help") || args.includes("-h")) return exit(0, `${USAGE}\n${helpText()}`);
   const config = configOrExit();
   if (args.includes("--health-check")) return exit((await isHealthy(config)) ? 0 : 1);
+  if (config.queryPort !== undefined) ensureWorkerThreads(workerThreadsFor(config.queryConcurrency));
 
   const log = new Logger(config.logLevel);
   const metrics = new Metrics();

@@ -118,8 +118,8 @@ async function directly(query: Query, env: NodeJS.ProcessEnv): Promise<number> {
   const engine = await QueryEngine.open({ ...queryEngineOptions(config), concurrency: 1 });
   try {
     const running = await engine.run({
-      text: query.sql,
-      data: undefined,
+      query: query.sql,
+      body: new Uint8Array(0),
       access: "read",
       database: query.database,
       defaultFormat: query.format,

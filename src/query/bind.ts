@@ -2,22 +2,22 @@ import { literal } from "../storage/sql";
 import { QueryError } from "./errors";
 
 /**
- * `{name:Type}` placeholders bound to `param_<name>` values, as typed literals written into the statement the
- * engine formatted. The engine's own parameter binding is not used: it keeps the values in state that queries on
- * other sessions share (see src/storage/sql.ts), and chDB re-escapes a value it binds, so the text a client sent
- * would not reach the type's parser as sent.
+ * `{name:Type}` placeholders bound to `param_<name>` values, as typed literals written into the client's text
+ * before the engine parses it, so that the engine checks and prints the statement with its values (and an alias
+ * or identifier placeholder, which the engine's print would drop, is there). The engine's own parameter binding is
+ * not used: it keeps the values in state that queries on other sessions share (see src/storage/sql.ts), and chDB
+ * re-escapes a value it binds, so the text a client sent would not reach the type's parser as sent.
  *
  * A value is the text ClickHouse's HTTP interface takes: the type's text form, with a `String`'s escapes (`\t`,
  * `\n`, `\\`, …) still in it, and `\N` for NULL. So a `String` is unescaped into a literal; any other type gets
  * its text cast to it (`CAST('…' AS Type)`), which parses it as the server would; an `Identifier` becomes a quoted
  * identifier.
  */
-export function bindParams(formatted: string, params: Readonly<Record<string, string>>): string {
-  // In the engine's formatting, a string literal or quoted identifier is one token with its escapes, so a
-  // placeholder is found only outside them.
-  return formatted.replace(
-    /'(?:[^'\\]|\\[\s\S])*'|`(?:[^`\\]|\\[\s\S])*`|"(?:[^"\\]|\\[\s\S])*"|\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*:\s*([^{}]+?)\s*\}/g,
-    (token, name: string | undefined, type: string | undefined) => {
+export function bindParams(text: string, params: Readonly<Record<string, string>>): string {
+  // A placeholder is found only outside string literals, quoted identifiers, comments and heredocs.
+  return text.replace(
+    /'(?:[^'\\]|\\[\s\S]|'')*'|`(?:[^`\\]|\\[\s\S])*`|"(?:[^"\\]|\\[\s\S])*"|--[^\n]*|#[ !][^\n]*|\/\*[\s\S]*?\*\/|\$([A-Za-z0-9_]*)\$[\s\S]*?\$\1\$|\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*:\s*([^{}]+?)\s*\}/g,
+    (token, _heredoc: string | undefined, name: string | undefined, type: string | undefined) => {
       if (name === undefined || type === undefined) return token;
       const value = params[name];
       if (value === undefined) {
@@ -36,6 +36,8 @@ function boundValue(value: string, type: string): string {
   if (type === "Identifier") return `\`${value.replace(/[\\`]/g, (char) => `\\${char}`)}\``;
   if (value === "\\N") return `CAST(NULL AS ${type})`;
   if (type === "String") return literal(unescapeText(value));
+  // the engine has no CAST from a string to a Map; its text format reads one (a scalar subquery of one row)
+  if (/^Map\s*\(/.test(type)) return `(SELECT c1 FROM format(TSV, ${literal(`c1 ${type}`)}, ${literal(value)}))`;
   return `CAST(${literal(isStringLike(type) ? unescapeText(value) : value)} AS ${type})`;
 }
 

@@ -1,12 +1,17 @@
+import { mkdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import type { Session } from "chdb";
 import type { Config } from "../config";
-import { detachStdin } from "../stdin";
-import { prepareEmbeddedEngine } from "../storage/embedded/unpack";
+import { openEmbeddedEngine, type SessionConstructor } from "../storage/embedded/engine";
 import { literal } from "../storage/sql";
-import { bindParams, unescapeText } from "./bind";
 import { QueryError } from "./errors";
-import { checkSettings, limitSettings, type QueryLimits, type SessionParams } from "./params";
-import { type Access, type AstNode, checkStatement, functionName, parseAst } from "./policy";
+import { framingOf, withoutRepeatedHeaders } from "./formats";
+import { splitInsert } from "./insert";
+import { checkDatabase, createPortViews, type Inspected, inspect } from "./inspect";
+import type { SessionParams } from "./params";
+import type { Access } from "./policy";
+import { NamedSession, NamedSessions, Places } from "./sessions";
+import { checkSettings, limitSettings, MAX_QUERY_BYTES, type QueryLimits, type SettingTypes } from "./settings";
 
 export interface QueryEngineOptions extends QueryLimits {
   /** The embedded engine's data directory: the one the service writes to. */
@@ -42,9 +47,10 @@ export function queryEngineOptions(config: Config): QueryEngineOptions {
 
 /** One query, as the HTTP layer hands it over. */
 export interface QueryRequest {
-  readonly text: string;
-  /** An INSERT's data, when its statement came in the `query` parameter and the data in the body. */
-  readonly data: Uint8Array | undefined;
+  /** The `query` parameter. */
+  readonly query: string;
+  /** The request's body, inflated: the rest of the query, or an INSERT's data. */
+  readonly body: Uint8Array;
   /** `write` only for a POST when writes are allowed: GET never writes, as on a ClickHouse server. */
   readonly access: Access;
   readonly database: string | undefined;
@@ -74,10 +80,11 @@ const STREAMED = new Set(["SelectWithUnionQuery", "SelectIntersectExceptQuery"])
 
 /** Longest a query waits for one of `QUERY_CONCURRENCY` places before it is refused. */
 export const QUEUE_WAIT_MS = 10_000;
-/** Most queries waiting for a place; beyond, a query is refused at once. */
-const MAX_WAITING = 64;
-/** Most named sessions (`session_id`) kept at once. */
-const MAX_SESSIONS = 64;
+/**
+ * How long past `QUERY_TIMEOUT_S` a query may hold its place: a client that stops reading its result leaves the
+ * query paused, out of reach of the engine's own timeout, so the port ends it then.
+ */
+export const HOLD_GRACE_S = 5;
 
 /**
  * The query port's access to the embedded engine. Every query runs on a session of its own (a named one for
@@ -88,28 +95,37 @@ const MAX_SESSIONS = 64;
  */
 export class QueryEngine {
   readonly #places: Places;
-  readonly #named = new Map<string, NamedSession>();
+  readonly #named = new NamedSessions();
+  /** Where an INSERT's data waits for the engine to read it (`FROM INFILE`), a file a request. */
+  readonly #insertDir: string;
 
   private constructor(
     private readonly Session: SessionConstructor,
     private readonly options: QueryEngineOptions,
     /** The engine's time zone, for `X-ClickHouse-Timezone`. */
     readonly timezone: string,
+    private readonly settingTypes: SettingTypes,
   ) {
     this.#places = new Places(options.concurrency, options.queueWaitMs);
+    this.#insertDir = join(options.dataDir, "query-inserts");
   }
 
-  /** Loads chDB (unpacking it first in the compiled executable) and opens the data directory. */
+  /** Opens the embedded engine on the data directory (unpacking it first in the compiled executable). */
   static async open(options: QueryEngineOptions): Promise<QueryEngine> {
-    await prepareEmbeddedEngine(options.nativeCacheDir);
-    detachStdin(); // a writable port's inserts would take what waits on standard input for their data
-    // chDB's ESM entry loads its CommonJS one at run time (createRequire), out of the compiled executable's reach;
-    // a require here is bundled, and still runs only now, after the engine is unpacked.
-    const { Session } = require("chdb") as typeof import("chdb");
+    const Session = await openEmbeddedEngine(options.dataDir, options.nativeCacheDir);
     const probe = new Session(options.dataDir);
     try {
-      const timezone = (await probe.queryAsync("SELECT timezone()", { format: "TSVRaw" })).text().trim();
-      return new QueryEngine(Session, options, timezone);
+      const rows = async (sql: string) =>
+        (await probe.queryAsync(sql, { format: "JSONCompactEachRow" }))
+          .text()
+          .trim()
+          .split("\n")
+          .map((line) => JSON.parse(line) as string[]);
+      const [[timezone = "UTC"] = []] = await rows("SELECT timezone()");
+      const types = (await rows("SELECT name, type FROM system.settings")) as [string, string][];
+      await createPortViews(probe);
+      if (!options.readonly) mkdirSync(join(options.dataDir, "query-inserts"), { recursive: true, mode: 0o700 });
+      return new QueryEngine(Session, options, timezone, new Map(types));
     } finally {
       probe.close();
     }
@@ -123,7 +139,7 @@ export class QueryEngine {
   /** Starts a query: checks it, runs it, and reads its first chunk of output. Throws a `QueryError`. */
   async run(request: QueryRequest): Promise<RunningQuery> {
     const readonly = request.access === "read";
-    checkSettings(request.settings, this.options, readonly);
+    checkSettings(request.settings, this.options, this.settingTypes, readonly);
     const releases: (() => void)[] = [];
     const release = () => {
       for (const step of releases.splice(0).reverse()) step();
@@ -135,31 +151,45 @@ export class QueryEngine {
         : this.#freshSession(request.settings, readonly, releases);
       const { session: s, setup } = session;
       await setup;
-      if (request.database !== undefined) await run(s, `USE ${identifier(request.database)}`);
-      const inspected = await inspect(s, request.text, request.params, request.access);
-      if (inspected.insert !== undefined) {
-        if (request.data === undefined) {
-          throw QueryError.of(
-            "BAD_ARGUMENTS",
-            "Send an INSERT's statement in the query parameter and its data in the request body",
-          );
-        }
-        return await insert(s, inspected.statement, inspected.insert, request.data, release);
+      const { access, params } = request;
+      const database = this.options.database;
+      if (request.database !== undefined && request.database !== database) {
+        await checkDatabase(s, request.database, access, database);
+        await run(s, `USE ${identifier(request.database)}`);
+      }
+      const inline = readonly ? undefined : splitInsert(request.query, request.body, MAX_QUERY_BYTES);
+      const text = inline?.statement ?? queryText(request.query, request.body);
+      const inspected = await inspect(s, { text, params, access, database });
+      if (inline !== undefined && inspected.statement === "InsertQuery") {
+        return await this.#insert(s, inspected, inline.data, release);
       }
       const format = inspected.format ?? request.defaultFormat ?? "TabSeparated";
-      if (!STREAMED.has(inspected.statement)) {
-        // chDB streams SELECTs only; the others (SHOW, DESCRIBE, EXPLAIN, DDL) answer little, all at once
+      const held = { expired: false };
+      const deadline = setTimeout(
+        () => {
+          held.expired = true;
+          release();
+        },
+        (this.options.timeoutS + HOLD_GRACE_S) * 1000,
+      );
+      releases.push(() => clearTimeout(deadline));
+      const framing = framingOf(format);
+      if (!STREAMED.has(inspected.statement) || framing.kind === "whole") {
+        // chDB streams SELECTs only; the others (SHOW, DESCRIBE, EXPLAIN, DDL) answer little, all at once; and a
+        // format that is one document over the whole result is formatted once (formats.ts)
         const result = await s.queryAsync(inspected.formatted, { format });
         return await started(
           inspected.statement,
           format,
           [{ raw: () => result.bytes(), numRows: result.rowsRead }],
           release,
+          held,
         );
       }
       const stream = s.queryStream(inspected.formatted, { format });
       releases.push(() => stream.cancel());
-      return await started(inspected.statement, format, stream, release);
+      const shape = framing.kind === "header" ? withoutRepeatedHeaders(framing.header) : undefined;
+      return await started(inspected.statement, format, stream, release, held, shape);
     } catch (error) {
       release();
       throw error instanceof QueryError ? error : QueryError.fromEngine(error);
@@ -168,8 +198,29 @@ export class QueryEngine {
 
   /** Closes the named sessions; queries still running close theirs when they end. */
   close(): void {
-    for (const named of this.#named.values()) named.expire();
-    this.#named.clear();
+    this.#named.closeAll();
+  }
+
+  /**
+   * An INSERT with its data: the data is written to a file of the port's own and the engine reads it from there
+   * (`FROM INFILE`, which the policy refuses in a client's statement), so that any input format the engine knows
+   * works, binary ones included, and `VALUES` rows are read as data, not as SQL.
+   */
+  async #insert(session: Session, inspected: Inspected, data: Uint8Array, release: () => void) {
+    const path = join(this.#insertDir, crypto.randomUUID());
+    try {
+      await Bun.write(path, data);
+      const [, target, format] = /^([\s\S]*) FORMAT (\S+)$/.exec(inspected.line) ?? [];
+      if (target === undefined) throw QueryError.of("SYNTAX_ERROR", "An INSERT with data needs a FORMAT");
+      const result = await session.queryAsync(
+        `${target} FROM INFILE ${literal(path)} COMPRESSION 'none' FORMAT ${format}`,
+        { format: "TSVRaw" },
+      );
+      return finished(inspected.statement, result.rowsRead);
+    } finally {
+      rmSync(path, { force: true });
+      release();
+    }
   }
 
   /** A session for one query, with the limits, the client's settings and, last, `readonly`. */
@@ -195,14 +246,10 @@ export class QueryEngine {
     let named = this.#named.get(params.id);
     if (named === undefined) {
       if (params.check) throw QueryError.of("SESSION_NOT_FOUND", `Session ${params.id} not found`);
-      if (this.#named.size >= MAX_SESSIONS) {
-        throw QueryError.of("TOO_MANY_SIMULTANEOUS_QUERIES", `Too many sessions. Maximum: ${MAX_SESSIONS}`);
-      }
-      const session = new this.Session(this.options.dataDir);
-      named = new NamedSession(session, key, run(session, sessionSetup(this.options, settings, readonly)), () =>
-        this.#named.delete(params.id),
-      );
-      this.#named.set(params.id, named);
+      named = this.#named.add(params.id, (forget) => {
+        const session = new this.Session(this.options.dataDir);
+        return new NamedSession(session, key, run(session, sessionSetup(this.options, settings, readonly)), forget);
+      });
     } else if (named.busy) {
       throw QueryError.of("SESSION_IS_LOCKED", `Session ${params.id} is locked by a concurrent client`);
     } else if (named.key !== key) {
@@ -216,7 +263,11 @@ export class QueryEngine {
   }
 }
 
-type SessionConstructor = new (path: string) => Session;
+/** As on ClickHouse: the query is the `query` parameter, a line break, and the body. */
+function queryText(query: string, body: Uint8Array): string {
+  const rest = new TextDecoder().decode(body);
+  return query === "" ? rest : rest === "" ? query : `${query}\n${rest}`;
+}
 
 /**
  * What a query's session is set to before its first query: the limits and the client's settings, the service's
@@ -227,7 +278,8 @@ function sessionSetup(
   settings: Readonly<Record<string, string>>,
   readonly: boolean,
 ): string {
-  const assignments = Object.entries({ ...limitSettings(options), ...settings }).map(
+  const chosen = Object.entries(settings).filter(([name]) => name !== "readonly");
+  const assignments = [...Object.entries(limitSettings(options)), ...chosen].map(
     ([name, value]) => `${name} = ${typeof value === "number" ? value : literal(value)}`,
   );
   return `SET ${assignments.join(", ")}; USE ${identifier(options.database)}${readonly ? "; SET readonly = 1" : ""}`;
@@ -239,113 +291,6 @@ async function run(session: Session, sql: string): Promise<void> {
 
 const identifier = (name: string) => `\`${name.replace(/[\\`]/g, (char) => `\\${char}`)}\``;
 
-interface Inspected {
-  readonly statement: string;
-  /** The statement as the engine formatted it: what runs, one statement and nothing else. */
-  readonly formatted: string;
-  /** Its FORMAT clause. */
-  readonly format: string | undefined;
-  /** An INSERT of data (`FORMAT …`): its table, columns and data format. */
-  readonly insert: InsertTarget | undefined;
-}
-
-interface InsertTarget {
-  readonly table: string;
-  readonly columns: string[] | undefined;
-  readonly format: string;
-}
-
-/**
- * The engine parses the text, which must be a single statement (`formatQuery` refuses more), and prints it again,
- * with `param_` values bound into it; the policy then judges the engine's syntax tree of that print, and the
- * print is what runs: what was judged is what runs. An identifier with a line break is refused, because
- * `EXPLAIN AST` prints one node a line.
- */
-async function inspect(
-  session: Session,
-  text: string,
-  params: Readonly<Record<string, string>>,
-  access: Access,
-): Promise<Inspected> {
-  let printed = await print(session, text);
-  if (printed.formatted.includes("{")) printed = await print(session, bindParams(printed.formatted, params));
-  const { line, formatted } = printed;
-  if (hasLineBreakInIdentifier(line)) {
-    throw QueryError.of("SYNTAX_ERROR", "Identifiers with line breaks are not accepted here");
-  }
-  const ast = parseAst((await session.queryAsync(`EXPLAIN AST ${formatted}`, { format: "TSVRaw" })).text());
-  checkStatement(ast, formatted, access);
-  const format = /^FORMAT (\S+)$/m.exec(formatted)?.[1];
-  if (ast.type !== "InsertQuery") return { statement: ast.type, formatted, format, insert: undefined };
-  const insertFormat = /^INSERT INTO [^\n]* FORMAT (\w+)$/.exec(formatted)?.[1];
-  const insert = insertFormat === undefined ? undefined : insertTarget(ast, insertFormat);
-  return { statement: ast.type, formatted, format: undefined, insert };
-}
-
-/**
- * Whether a quoted identifier in the single-line print holds a line break. The print escapes it (as it does in
- * string literals), but `EXPLAIN AST` prints identifiers and aliases as they are, and one would start a line that
- * reads as a node of its own.
- */
-function hasLineBreakInIdentifier(line: string): boolean {
-  for (const [token] of line.matchAll(/'(?:[^'\\]|\\[\s\S])*'|`(?:[^`\\]|\\[\s\S])*`/g)) {
-    if (token.startsWith("`") && /[\r\n]/.test(unescapeText(token.slice(1, -1)))) return true;
-  }
-  return /[\r\n]/.test(line);
-}
-
-/** The statement as the engine prints it: on one line, and formatted (a clause a line). */
-async function print(session: Session, text: string): Promise<{ line: string; formatted: string }> {
-  const quoted = literal(text);
-  const printed = await session.queryAsync(
-    `SELECT formatQuerySingleLine(${quoted}) AS line, formatQuery(${quoted}) AS formatted`,
-    { format: "JSONEachRow" },
-  );
-  return JSON.parse(printed.text()) as { line: string; formatted: string };
-}
-
-/** An INSERT's table and columns, from its syntax tree: `Identifier db`, `Identifier table`, `ExpressionList`. */
-function insertTarget(ast: AstNode, format: string): InsertTarget {
-  const names = ast.children.filter((child) => child.type === "Identifier").map(identifierName);
-  const columnList = ast.children.find((child) => child.type === "ExpressionList");
-  const columns = columnList?.children.map(identifierName);
-  if (ast.children.some((child) => child.type === "Function")) {
-    throw QueryError.of("ACCESS_DENIED", `INSERT INTO FUNCTION ${functionName(ast.children[0]!)} is not allowed here`);
-  }
-  return { table: names.join("."), columns, format };
-}
-
-const identifierName = (node: AstNode) => node.label.slice("Identifier ".length);
-
-/** An INSERT with its data: handed to the engine apart from the statement, in one of the formats it streams. */
-async function insert(
-  session: Session,
-  statement: string,
-  target: InsertTarget,
-  data: Uint8Array,
-  release: () => void,
-): Promise<RunningQuery> {
-  try {
-    const summary = await session.insert({
-      table: target.table,
-      values: data,
-      format: target.format as "JSONEachRow",
-      ...(target.columns && { columns: target.columns }),
-    });
-    return finished(statement, summary.rowsWritten);
-  } catch (error) {
-    if (/Unsupported raw insert format|Invalid (insert|identifier)/.test((error as Error).message)) {
-      throw QueryError.of(
-        "NOT_IMPLEMENTED",
-        "INSERT here takes a plain table name and JSONEachRow, JSONCompactEachRow, CSV(WithNames) or TSV(WithNames) data",
-      );
-    }
-    throw error;
-  } finally {
-    release();
-  }
-}
-
 function finished(statement: string, writtenRows: number): RunningQuery {
   return {
     statement,
@@ -356,6 +301,9 @@ function finished(statement: string, writtenRows: number): RunningQuery {
     close() {},
   };
 }
+
+const heldTooLong = () =>
+  QueryError.of("TIMEOUT_EXCEEDED", "Timeout exceeded: the result was not read within the query's time limit");
 
 /** A piece of a result, as chDB hands it over. */
 interface Chunk {
@@ -369,11 +317,14 @@ async function started(
   format: string,
   stream: AsyncIterable<Chunk> | Iterable<Chunk>,
   release: () => void,
+  held: { readonly expired: boolean },
+  /** What each block's output becomes before it is sent (a repeated header dropped). */
+  shape: (block: Uint8Array) => Uint8Array = (block) => block,
 ): Promise<RunningQuery> {
   const iterator = Symbol.asyncIterator in stream ? stream[Symbol.asyncIterator]() : stream[Symbol.iterator]();
   const result = { rows: 0, bytes: 0 };
   const take = (chunk: Chunk) => {
-    const bytes = chunk.raw();
+    const bytes = shape(chunk.raw());
     result.rows += chunk.numRows;
     result.bytes += bytes.byteLength;
     return bytes;
@@ -398,8 +349,9 @@ async function started(
         if (first === undefined) return;
         yield first;
         for (let next = await iterator.next(); !next.done; next = await iterator.next()) yield take(next.value);
+        if (held.expired) throw heldTooLong();
       } catch (error) {
-        throw QueryError.fromEngine(error);
+        throw held.expired ? heldTooLong() : QueryError.fromEngine(error);
       } finally {
         close();
       }
@@ -407,82 +359,3 @@ async function started(
     close,
   };
 }
-
-/** A named session and its state between requests. */
-class NamedSession {
-  busy = false;
-  #timer: Timer | undefined;
-  #expired = false;
-
-  constructor(
-    readonly session: Session,
-    readonly key: string,
-    readonly setup: Promise<void>,
-    private readonly forget: () => void,
-  ) {}
-
-  /** The request is over: closed now (timeout 0), or kept for `timeoutS` more. */
-  done(timeoutS: number): void {
-    this.busy = false;
-    clearTimeout(this.#timer);
-    if (this.#expired) return;
-    if (timeoutS === 0) this.expire();
-    else this.#timer = setTimeout(() => this.expire(), timeoutS * 1000);
-  }
-
-  /** Closed and forgotten, once: a later request with its id gets a new session. */
-  expire(): void {
-    clearTimeout(this.#timer);
-    if (this.#expired) return;
-    this.#expired = true;
-    this.forget();
-    this.session.close();
-  }
-}
-
-/** `QUERY_CONCURRENCY` places; a query waits for one up to `waitMs`, as with ClickHouse's `queue_max_wait_ms`. */
-class Places {
-  #taken = 0;
-  /** Each waiter is told whether it got a place (a freed one is handed over directly) or waited too long. */
-  readonly #waiting: ((given: boolean) => void)[] = [];
-
-  constructor(
-    private readonly size: number,
-    private readonly waitMs: number,
-  ) {}
-
-  get taken(): number {
-    return this.#taken;
-  }
-
-  async take(): Promise<() => void> {
-    if (this.#taken < this.size) this.#taken++;
-    else if (!(await this.#wait())) throw tooMany(this.size);
-    let given = false;
-    return () => {
-      if (given) return;
-      given = true;
-      const next = this.#waiting.shift();
-      if (next) next(true);
-      else this.#taken--;
-    };
-  }
-
-  #wait(): Promise<boolean> {
-    if (this.#waiting.length >= MAX_WAITING) return Promise.resolve(false);
-    const { promise, resolve } = Promise.withResolvers<boolean>();
-    const timer = setTimeout(() => {
-      this.#waiting.splice(this.#waiting.indexOf(waiter), 1);
-      resolve(false);
-    }, this.waitMs);
-    const waiter = (given: boolean) => {
-      clearTimeout(timer);
-      resolve(given);
-    };
-    this.#waiting.push(waiter);
-    return promise;
-  }
-}
-
-const tooMany = (size: number) =>
-  QueryError.of("TOO_MANY_SIMULTANEOUS_QUERIES", `Too many simultaneous queries. Maximum: ${size}`);

@@ -14,6 +14,7 @@ export const CODES = {
   QUERY_IS_TOO_LARGE: 101,
   UNKNOWN_SETTING: 115,
   READONLY: 164,
+  TIMEOUT_EXCEEDED: 159,
   TOO_MANY_SIMULTANEOUS_QUERIES: 202,
   UNKNOWN_COMPRESSION_METHOD: 271,
   SESSION_NOT_FOUND: 372,
@@ -97,5 +98,5 @@ export class QueryError extends Error {
  * and the positions in the message are already those of the client's own text.
  */
 function cleaned(text: string): string {
-  return text.replace(/:? In scope SELECT formatQuerySingleLine\([\s\S]*\) AS formatted\.? \(/, " (").trim();
+  return text.replace(/:? In scope SELECT formatQuerySingleLine\([\s\S]*\) AS databases\.? \(/, " (").trim();
 }

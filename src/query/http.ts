@@ -3,7 +3,8 @@ import { brotliDecompress, gunzip, inflate } from "node:zlib";
 import { authenticates, authenticationFailed, type Credentials, credentialsOf } from "./auth";
 import type { QueryEngine, RunningQuery } from "./engine";
 import { QueryError } from "./errors";
-import { MAX_QUERY_BYTES, readParams } from "./params";
+import { readParams } from "./params";
+import { MAX_QUERY_BYTES } from "./settings";
 
 /** How a query went, for logs and metrics: never its text, nor its result. */
 export interface QueryAnswer {
@@ -77,6 +78,8 @@ class QueryExchange {
   #user = "default";
   #queryId: string;
   #statement: string | undefined;
+  /** Marks an error written into a result already under way, as ClickHouse (25.11 and later) does. */
+  readonly #exceptionTag = exceptionTag();
 
   constructor(
     private readonly request: Request,
@@ -92,16 +95,19 @@ class QueryExchange {
       const credentials = credentialsOf(this.request, this.search);
       this.#user = credentials.user;
       if (!authenticates(credentials, this.app.credentials)) throw authenticationFailed(credentials.user);
-      const params = readParams(this.search, this.request.headers);
-      if (params.queryId !== undefined) this.#queryId = params.queryId;
       const access = !this.app.readonly && this.request.method === "POST" ? "write" : "read";
-      const body = await readBody(this.request, access === "write" ? MAX_INSERT_BYTES : MAX_QUERY_BYTES);
-      // As on ClickHouse: the query is the `query` parameter, a line break and the body; an INSERT's body is its data.
-      const inserts = access === "write" && /^\s*INSERT\b/i.test(params.query);
-      const bodyText = inserts ? "" : new TextDecoder().decode(body);
+      let body = await readBody(this.request, access === "write" ? MAX_INSERT_BYTES : MAX_QUERY_BYTES);
+      const search = new URLSearchParams(this.search);
+      if (/^multipart\/form-data\b/i.test(this.request.headers.get("content-type") ?? "")) {
+        // the query and its param_ values as form fields (a client's use_multipart_params), as URL parameters are
+        for (const [name, value] of await formFields(body, this.request.headers)) search.append(name, value);
+        body = new Uint8Array(0);
+      }
+      const params = readParams(search, this.request.headers);
+      if (params.queryId !== undefined) this.#queryId = params.queryId;
       running = await this.app.engine.run({
-        text: [params.query, bodyText].filter((part) => part !== "").join("\n"),
-        data: inserts ? body : undefined,
+        query: params.query,
+        body,
         access,
         database: params.database,
         defaultFormat: params.defaultFormat,
@@ -162,7 +168,7 @@ class QueryExchange {
           this.#observe("ok", 200, running);
         } catch (caught) {
           const error = caught instanceof QueryError ? caught : QueryError.fromEngine(caught);
-          controller.enqueue(new TextEncoder().encode(`\n${error.text}\n`));
+          controller.enqueue(new TextEncoder().encode(exceptionBlock(error, this.#exceptionTag)));
           this.#observe(outcomeOf(error), 200, running, error);
         }
         controller.close();
@@ -184,6 +190,7 @@ class QueryExchange {
       "X-ClickHouse-Query-Id": this.#queryId,
       "X-ClickHouse-Timezone": this.app.engine.timezone,
       "X-ClickHouse-Summary": JSON.stringify(this.#summary(running)),
+      "X-ClickHouse-Exception-Tag": this.#exceptionTag,
     });
     if (running.format !== undefined) headers.set("X-ClickHouse-Format", running.format);
     if (compression !== undefined) headers.set("Content-Encoding", compression);
@@ -205,17 +212,21 @@ class QueryExchange {
     };
   }
 
+  /** An error before any byte of the result: its status and text, compressed when the client asked for that. */
   #failure(error: QueryError): Response {
     this.#observe(outcomeOf(error), error.status, undefined, error);
-    return new Response(`${error.text}\n`, {
-      status: error.status,
-      headers: {
-        "Content-Type": "text/plain; charset=UTF-8",
-        "X-ClickHouse-Server-Display-Name": this.app.displayName,
-        "X-ClickHouse-Query-Id": this.#queryId,
-        "X-ClickHouse-Exception-Code": String(error.code),
-      },
+    const compression = /^(1|true)$/i.test(this.search.get("enable_http_compression") ?? "")
+      ? chooseEncoding(this.request.headers.get("accept-encoding"))
+      : undefined;
+    const headers = new Headers({
+      "Content-Type": "text/plain; charset=UTF-8",
+      "X-ClickHouse-Server-Display-Name": this.app.displayName,
+      "X-ClickHouse-Query-Id": this.#queryId,
+      "X-ClickHouse-Exception-Code": String(error.code),
     });
+    if (compression !== undefined) headers.set("Content-Encoding", compression);
+    const body = new Blob([`${error.text}\n`]).stream() as ReadableStream<Uint8Array>;
+    return new Response(compress(body, compression), { status: error.status, headers });
   }
 
   #observed = false;
@@ -235,6 +246,37 @@ class QueryExchange {
       resultBytes: running?.result.bytes ?? 0,
       writtenRows: running?.writtenRows ?? 0,
     });
+  }
+}
+
+/** A tag of 16 letters and digits, new for each response, that the body of a failed result cannot forge. */
+function exceptionTag(): string {
+  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  return Array.from(crypto.getRandomValues(new Uint8Array(16)), (byte) => alphabet[byte % alphabet.length]).join("");
+}
+
+/** Longest error message an exception block carries, as on ClickHouse. */
+const MAX_EXCEPTION_MESSAGE_BYTES = 16 * 1024;
+
+/**
+ * An error after the result's first bytes, as ClickHouse (25.11 and later) ends such a body, so that clients tell
+ * it from data: `\r\n__exception__\r\n<tag>\r\n<message>\n<length> <tag>\r\n__exception__\r\n`, with the tag of the
+ * response's `X-ClickHouse-Exception-Tag` header and the message's length in bytes (its line break included).
+ */
+export function exceptionBlock(error: QueryError, tag: string): string {
+  const bytes = new TextEncoder().encode(error.text).subarray(0, MAX_EXCEPTION_MESSAGE_BYTES);
+  const message = `${new TextDecoder().decode(bytes).replace(/\uFFFD$/, "")}\n`;
+  const length = new TextEncoder().encode(message).byteLength;
+  return `\r\n__exception__\r\n${tag}\r\n${message}${length} ${tag}\r\n__exception__\r\n`;
+}
+
+/** A multipart/form-data body's text fields. */
+async function formFields(body: Uint8Array, headers: Headers): Promise<[string, string][]> {
+  try {
+    const form = await new Response(body as Uint8Array<ArrayBuffer>, { headers }).formData();
+    return [...form].flatMap(([name, value]) => (typeof value === "string" ? [[name, value] as [string, string]] : []));
+  } catch {
+    throw QueryError.of("BAD_ARGUMENTS", "Cannot read the multipart/form-data body");
   }
 }
 
@@ -315,6 +357,9 @@ const tooLarge = (maxBytes: number) =>
 /** The content type ClickHouse sends a format with. */
 function contentType(format: string | undefined): string {
   if (format === undefined) return "text/plain; charset=UTF-8";
+  if (/^(JSONEachRow|JSONStringsEachRow|JSONLines|NDJSON|JSONL)$/i.test(format)) {
+    return "application/x-ndjson; charset=UTF-8";
+  }
   if (/^JSON/i.test(format)) return "application/json; charset=UTF-8";
   if (/^CSV/i.test(format)) return `text/csv; charset=UTF-8; header=${/Names/i.test(format) ? "present" : "absent"}`;
   if (/^(TSV|TabSeparated)/i.test(format)) return "text/tab-separated-values; charset=UTF-8";

@@ -1,16 +1,51 @@
 import { QueryError } from "./errors";
+import { identifierName, significant, stringValue, type Token } from "./tokens";
 
 /**
- * What a query on the port may do, judged on the engine's own parse of it (`EXPLAIN AST` of the statement as
- * `formatQuery` printed it), never on the client's text. The engine runs each read-only query with
- * `readonly = 1`, which already refuses writes, DDL, changed settings and the table functions that reach files,
- * URLs, other servers or programs; this refuses what `readonly` lets through (the scalar `file()`, `INTO OUTFILE`,
- * `KILL`), and, for an operator who allows writes (`QUERY_READONLY=0`), everything that would reach beyond the
- * engine's own tables. The reasons are in docs/query.md#what-the-port-refuses.
+ * What a query on the port may do, judged on the engine's own parse and print of it (`EXPLAIN AST` of the
+ * statement as `formatQuery` printed it, and the tokens of that print), never on the client's text. Deny by
+ * default: only the statements, table functions, engines and system tables named here pass; only the service's
+ * database is reachable. `readonly = 1` on the session is a second wall behind this one, not the first. The
+ * threat model and each layer are in docs/query.md#what-the-port-refuses.
  */
 
 /** Whether the query may change data (`QUERY_READONLY=0`, on a POST). */
 export type Access = "read" | "write";
+
+/** What the statement is judged against. */
+export interface Scope {
+  readonly access: Access;
+  /** The service's database. */
+  readonly database: string;
+  /**
+   * Databases a query may not name: read-only, every one but the service's (and `system` and the schema views,
+   * read by their full names only); with writes allowed, every one that is no Atomic database (the filesystem
+   * Overlay above all, and the port's own views) whatever else was created through the port.
+   */
+  readonly otherDatabases: ReadonlySet<string>;
+}
+
+/** The databases that are always there; a query reads their tables by their full names, as the policy allows. */
+const SYSTEM_DATABASES = new Set(["system", "information_schema", "INFORMATION_SCHEMA"]);
+
+/** The scope of a query, given every database the engine has (`system.databases`: name and engine). */
+export function scopeOf(access: Access, database: string, databases: readonly [string, string][]): Scope {
+  const reachable = (name: string, engine: string) =>
+    name === database || SYSTEM_DATABASES.has(name) || (access === "write" && engine === "Atomic");
+  const other = databases.filter(([name, engine]) => !reachable(name, engine)).map(([name]) => name);
+  return { access, database, otherDatabases: new Set(other) };
+}
+
+/** Refuses a database a query may not make its current one (`USE`, the `database` parameter). */
+export function checkUsable(name: string, scope: Scope): void {
+  if (scope.otherDatabases.has(name) || SYSTEM_DATABASES.has(name)) {
+    throw denied(
+      scope.access === "read"
+        ? `Only the database ${scope.database} can be used here`
+        : `Database ${name} cannot be used here`,
+    );
+  }
+}
 
 /** One node of `EXPLAIN AST`: its type (the label's first word), its label, and its children. */
 export interface AstNode {
@@ -41,7 +76,7 @@ export function functionName(node: AstNode): string {
   return node.label.slice("Function ".length).replace(/ \((alias|children) [\s\S]*$/, "");
 }
 
-/** Statements that only read. */
+/** Statements that only read. (`SHOW PROCESSLIST` is not one: it reads `system.processes` past the port's view.) */
 const READS = new Set([
   "SelectWithUnionQuery",
   "SelectIntersectExceptQuery",
@@ -50,16 +85,13 @@ const READS = new Set([
   "ShowIndexes",
   "ShowFunctions",
   "ShowEngines",
-  "ShowProcesslistQuery",
   "ShowCreateTableQuery",
   "ShowCreateViewQuery",
   "ShowCreateDatabaseQuery",
-  "ShowCreateDictionaryQuery",
   "ShowSettingQuery",
   "ExistsTableQuery",
   "ExistsDatabaseQuery",
   "ExistsViewQuery",
-  "ExistsDictionaryQuery",
   "DescribeQuery",
   "CheckQuery",
   "UseQuery",
@@ -80,8 +112,9 @@ const WRITES = new Set([
 ]);
 
 /**
- * Table functions that read nothing but the engine's own tables or their arguments. Every other one (`file`, `url`,
- * `s3`, `remote`, `mysql`, `postgresql`, `executable`, `input`, `dictionary`, …) reaches outside or needs a source.
+ * Table functions that read nothing but their arguments and the service's own tables. Every other one (`file`,
+ * `url`, `s3`, `remote`, `mysql`, `executable`, `input`, `dictionary`, `loop`, `mergeTreeIndex`, …) reaches
+ * outside or past the port's view.
  */
 const TABLE_FUNCTIONS = new Set([
   "numbers",
@@ -98,60 +131,208 @@ const TABLE_FUNCTIONS = new Set([
   "format",
 ]);
 
-/** Table and database engines that keep their data in the engine's own directory. */
+/**
+ * Table engines that keep their data in the engine's own directory. `Buffer` and `Merge` name other tables (they
+ * must be the service's); `EmbeddedRocksDB` takes no directory.
+ */
 const ENGINES =
-  /^(?:(?:Replacing|Summing|Aggregating|Collapsing|VersionedCollapsing|Graphite|Coalescing)?MergeTree|Memory|Log|TinyLog|StripeLog|Null|Set|Join|Buffer|Merge|EmbeddedRocksDB|GenerateRandom|Atomic|Ordinary)$/;
+  /^(?:(?:Replacing|Summing|Aggregating|Collapsing|VersionedCollapsing|Coalescing)?MergeTree|Memory|Log|TinyLog|StripeLog|Null|Set|Join|Buffer|Merge|EmbeddedRocksDB|GenerateRandom)$/;
 
-/** Scalar functions that read files (`file`, CatBoost models) or dictionaries, whose sources are files or servers. */
-const FUNCTIONS_REFUSED = /^(?:file|catboostevaluate|modelevaluate|dict.*)$/;
+/**
+ * Scalar functions that read files (`file`, CatBoost models), dictionaries (whose sources are files or servers), or
+ * the process itself (introspection, also off on the session).
+ */
+const FUNCTIONS_REFUSED = /^(?:file|catboostevaluate|modelevaluate|dict.*|addresstoline\w*|addresstosymbol|demangle)$/;
+
+/** Functions whose string arguments name a database or a table. */
+const NAMING_FUNCTIONS = /^(?:joinget|joingetornull|hascolumnintable)$/;
 
 /** ALTER commands that write outside the table (backups in `shadow/`) or fetch from elsewhere. */
 const ALTER_COMMANDS_REFUSED = /^AlterCommand (?:FREEZE|UNFREEZE|FETCH)/;
 
+/** Table settings (`CREATE … SETTINGS`, `MODIFY SETTING`) that place data on a disk, a path or another server. */
+const TABLE_SETTINGS_REFUSED = /disk|storage_policy|path|url|endpoint|s3|azure|hdfs|cache|keeper|zookeeper/i;
+
 /**
- * Checks a statement. `formatted` is the engine's multi-line rendering of it, where a clause begins its own line
- * and string literals are escaped onto one, so `INTO OUTFILE` cannot hide in a literal.
+ * System tables a query may read: the catalogue of the service's tables and the engine's features, and the
+ * engine's counters. Not the ones that show the process (`stack_trace`, `symbols`), its files (`server_settings`,
+ * `disks`, `detached_parts`, `schema_inference_cache`), other clients' data (`query_cache`,
+ * `asynchronous_inserts`), access (`users`, `grants`, `named_collections`) or other servers (`clusters`,
+ * `zookeeper`). `processes` is read through the port's own view of it (see engine.ts).
  */
-export function checkStatement(ast: AstNode, formatted: string, access: Access): void {
-  if (!READS.has(ast.type) && !(access === "write" && WRITES.has(ast.type))) {
-    throw readonly(access === "read" ? "Cannot execute query in readonly mode" : `${ast.type} is not allowed here`);
+export const SYSTEM_TABLES = new Set([
+  "one",
+  "numbers",
+  "numbers_mt",
+  "zeros",
+  "zeros_mt",
+  "databases",
+  "tables",
+  "columns",
+  "data_skipping_indices",
+  "parts",
+  "parts_columns",
+  "projection_parts",
+  "projections",
+  "merges",
+  "mutations",
+  "processes",
+  "settings",
+  "settings_changes",
+  "merge_tree_settings",
+  "functions",
+  "aggregate_function_combinators",
+  "table_functions",
+  "table_engines",
+  "database_engines",
+  "formats",
+  "data_type_families",
+  "data_skipping_index_types",
+  "codecs",
+  "collations",
+  "time_zones",
+  "keywords",
+  "contributors",
+  "licenses",
+  "errors",
+  "events",
+  "metrics",
+  "asynchronous_metrics",
+  "warnings",
+]);
+
+/**
+ * Checks a statement. `formatted` is the engine's multi-line print of it and `line` its single-line print; `ast`
+ * is the engine's parse of `formatted`.
+ */
+export function checkStatement(ast: AstNode, formatted: string, line: string, scope: Scope): void {
+  if (!READS.has(ast.type) && !(scope.access === "write" && WRITES.has(ast.type))) {
+    throw readonly(
+      scope.access === "read" ? "Cannot execute query in readonly mode" : `${ast.type} is not allowed here`,
+    );
   }
-  if (/^INTO OUTFILE /m.test(formatted)) throw denied("INTO OUTFILE writes files on the server");
+  if (/^(CREATE|ATTACH)( OR REPLACE)? DATABASE /.test(formatted)) checkCreateDatabase(line, scope);
   if (ast.type === "CreateQuery" && ast.children.some((child) => child.type === "Dictionary")) {
     throw denied("dictionaries read from files, URLs or other servers");
   }
+  if (ast.type === "UseQuery" && ast.children[0]) checkUsable(identifier(ast.children[0]), scope);
   if (ast.type === "Explain") {
     const explained = ast.children.find((child) => child.type !== "Set");
-    if (explained) checkStatement(explained, formatted, access);
+    if (explained) checkStatement(explained, formatted, line, scope);
   }
-  walk(ast, undefined);
+  checkTokens(significant(line), ast.type, scope);
+  walk(ast, undefined, scope);
 }
 
-function walk(node: AstNode, parent: AstNode | undefined): void {
-  if (node.type === "Function") checkFunction(node, parent);
+/**
+ * What the tokens of the print show: every database named is the service's (`system` and the schema views only
+ * as `system.<table>` of the list above), no file is read or written through `FROM INFILE` or `INTO OUTFILE`, and
+ * no table setting places data elsewhere. The AST does not show all of these (`CREATE TABLE t AS db.x`,
+ * `SHOW COLUMNS FROM t FROM db`, `MODIFY SETTING`), the print does: it names every identifier it kept.
+ */
+function checkTokens(tokens: readonly Token[], statement: string, scope: Scope): void {
+  tokens.forEach((token, index) => {
+    const next = tokens[index + 1];
+    const name = identifierName(token);
+    if (name !== undefined && scope.otherDatabases.has(name) && !isColumnOf(tokens, index)) {
+      throw denied(`Database ${name} is not accessible here`);
+    }
+    if (name === "system" && next?.text === "." && !isColumnOf(tokens, index)) {
+      const table = tokens[index + 2] && identifierName(tokens[index + 2]!);
+      if (table === undefined || !SYSTEM_TABLES.has(table)) {
+        throw denied(`Table system.${(table ?? "").slice(0, 100)} is not accessible here`);
+      }
+    }
+    if (token.kind === "word" && next?.kind === "word") {
+      const pair = `${token.text} ${next.text}`;
+      if (pair === "INTO OUTFILE" || pair === "FROM INFILE") throw denied(`${pair} reaches files on the server`);
+    }
+    if (
+      (statement === "CreateQuery" || statement === "AlterQuery") &&
+      token.kind === "word" &&
+      next?.text === "=" &&
+      TABLE_SETTINGS_REFUSED.test(token.text)
+    ) {
+      throw denied(`Table setting ${token.text} is not allowed here`);
+    }
+  });
+}
+
+/** Whether the identifier at `index` follows a dot (`t.system`, `x.default`): a column or a field, no database. */
+function isColumnOf(tokens: readonly Token[], index: number): boolean {
+  return tokens[index - 1]?.text === "." && index >= 2 && identifierName(tokens[index - 2]!) !== undefined;
+}
+
+function walk(node: AstNode, parent: AstNode | undefined, scope: Scope): void {
+  if (node.type === "Function") checkFunction(node, parent, scope);
   // a table's own settings (CREATE TABLE … SETTINGS) and EXPLAIN's options are no query settings
   else if (node.type === "Set" && parent?.type !== "Storage" && parent?.type !== "Explain") {
     throw readonly("Settings cannot be changed in a query here; pass them as URL parameters");
   } else if (ALTER_COMMANDS_REFUSED.test(node.label)) {
     throw denied(`${node.label.slice("AlterCommand ".length)} is not allowed here`);
   }
-  node.children.forEach((child) => {
-    walk(child, node);
-  });
+  for (const child of node.children) walk(child, node, scope);
 }
 
-function checkFunction(node: AstNode, parent: AstNode | undefined): void {
+function checkFunction(node: AstNode, parent: AstNode | undefined, scope: Scope): void {
   const name = functionName(node);
   const lower = name.toLowerCase();
+  const args = node.children.find((child) => child.type === "ExpressionList")?.children ?? [];
   if (parent?.type === "TableExpression") {
     if (!TABLE_FUNCTIONS.has(lower)) throw denied(`Table function ${name} is not allowed here`);
+    if (lower === "merge" && args.length > 1) checkNamesDatabase(args[0]!, name, scope);
   } else if (parent?.type === "InsertQuery" || parent?.type === "CreateQuery") {
     throw denied(`Table function ${name} is not allowed here`);
   } else if (parent?.type === "Storage" && parent.children.find((child) => child.type === "Function") === node) {
     if (!ENGINES.test(name)) throw denied(`Engine ${name} is not allowed here`);
+    if ((name === "Buffer" || name === "Merge") && args[0]) checkNamesDatabase(args[0], name, scope);
+    if (name === "EmbeddedRocksDB" && args.length > 1) throw denied("EmbeddedRocksDB takes no directory here");
   } else if (FUNCTIONS_REFUSED.test(lower)) {
     throw denied(`Function ${name} is not allowed here`);
+  } else if (NAMING_FUNCTIONS.test(lower)) {
+    for (const arg of args.filter((child) => child.type === "Literal")) {
+      const value = literalValue(arg);
+      const database = value.includes(".") ? value.slice(0, value.indexOf(".")) : value;
+      if (scope.otherDatabases.has(database) || database === "system") {
+        throw denied(`Function ${name} may only name tables of ${scope.database} here`);
+      }
+    }
   }
+}
+
+/** A `Buffer`, `Merge` or `merge()` argument that names a database: it must be the service's. */
+function checkNamesDatabase(node: AstNode, name: string, scope: Scope): void {
+  const named =
+    node.type === "Identifier"
+      ? identifier(node)
+      : node.type === "Literal"
+        ? literalValue(node)
+        : node.label === "Function currentDatabase"
+          ? scope.database
+          : undefined;
+  if (named !== scope.database) throw denied(`${name} may only name tables of ${scope.database} here`);
+}
+
+/** An `Identifier <name>` node's name. */
+const identifier = (node: AstNode) => node.label.slice("Identifier ".length).replace(/ \(alias [\s\S]*\)$/, "");
+
+/** A `Literal '<text>'` node's string value (a number's text, otherwise). */
+function literalValue(node: AstNode): string {
+  const text = node.label.slice("Literal ".length);
+  return text.startsWith("'") ? stringValue({ kind: "string", text, start: 0 }) : text;
+}
+
+/** With writes allowed, a database may be created as an Atomic one (the engine's default), and nothing else. */
+function checkCreateDatabase(line: string, scope: Scope): void {
+  const tokens = significant(line);
+  const words = tokens.map((token) => token.text.toUpperCase());
+  const named = words[2] === "IF" ? tokens[5] : tokens[2];
+  const name = named && identifierName(named);
+  const rest = words.slice(words[2] === "IF" ? 6 : 3).join(" ");
+  if (name === undefined || !(rest === "" || rest === "ENGINE = ATOMIC")) {
+    throw denied("Only an Atomic database can be created here");
+  }
+  checkUsable(name, scope);
 }
 
 const readonly = (message: string) => QueryError.of("READONLY", message);

@@ -1,8 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { type ClickHouseClient, type ClickHouseClientConfigOptions, createClient } from "@clickhouse/client";
 import type { ClickHouseConfig } from "../config";
-import { detachStdin } from "../stdin";
-import { prepareEmbeddedEngine } from "./embedded/unpack";
+import { openEmbeddedEngine } from "./embedded/engine";
 import { chunkByBytes, literalList, tableName } from "./sql";
 
 /** ClickHouse settings, by name. */
@@ -56,8 +55,7 @@ export class ClickHouse {
     mkdirSync(config.dataDir, { recursive: true });
     // The client declares the Connection contract from its own bundled copy of client-common, chDB from the
     // package; they are the same shape but TypeScript tells the copies apart.
-    await prepareEmbeddedEngine(config.nativeCacheDir); // the compiled executable unpacks its engine first
-    detachStdin(); // the engine would take what waits on standard input for its inserts' data
+    await openEmbeddedEngine(config.dataDir, config.nativeCacheDir);
     const { createChdbConnection } = await import("chdb/connection");
     const connection = createChdbConnection({ path: config.dataDir }) as unknown as NonNullable<
       ClickHouseClientConfigOptions["connection"]

@@ -37,7 +37,12 @@ describe.skipIf(!embedded)("ingest query", () => {
       expect(await ingestQuery([SQL], client)).toEqual({ stdout: "$pageview\t2\nsigned_up\t1\n", stderr: "", code: 0 });
       const json = await ingestQuery(["--format", "JSONEachRow", SQL], client);
       expect(json.stdout).toBe('{"event":"$pageview","n":2}\n{"event":"signed_up","n":1}\n');
-      expect((await ingestQuery(["--database", "system", "SELECT currentDatabase()"], client)).stdout).toBe("system\n");
+      const database = env.CLICKHOUSE_DATABASE!;
+      expect((await ingestQuery(["--database", database, "SELECT currentDatabase()"], client)).stdout).toBe(
+        `${database}\n`,
+      );
+      // the port reaches the service's database only
+      expect((await ingestQuery(["--database", "system", "SELECT 1"], client)).stderr).toContain("(ACCESS_DENIED)");
       expect((await ingestQuery([], client, "SELECT 40 + 2")).stdout).toBe("42\n");
       // its errors are the port's, on stderr, with a non-zero exit
       const refused = await ingestQuery(["DROP TABLE events"], client);

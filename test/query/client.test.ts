@@ -1,5 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { type ClickHouseClient, ClickHouseError, ClickHouseLogLevel, createClient } from "@clickhouse/client";
+import {
+  type ClickHouseClient,
+  ClickHouseError,
+  ClickHouseLogLevel,
+  createClient,
+  TupleParam,
+} from "@clickhouse/client";
 import { send, startService, type TestService } from "../helpers/service";
 
 // The official @clickhouse/client, unmodified, against the query port: what a dashboard or script would do.
@@ -68,7 +74,7 @@ describe.skipIf(!embedded)("@clickhouse/client against the query port", () => {
     const cases = [
       ["SELECT * FROM no_such_table", "60", "UNKNOWN_TABLE"],
       ["SELECT file('/etc/passwd')", "497", "ACCESS_DENIED"],
-      ["SELEC 1", "62", "SYNTAX_ERROR"],
+      ["invalid", "62", "SYNTAX_ERROR"], // a bare word is no query, as on a server
     ] as const;
     for (const [query, code, type] of cases) {
       const error = await client.query({ query }).then(
@@ -107,6 +113,135 @@ describe.skipIf(!embedded)("@clickhouse/client against the query port", () => {
     const result = await client.query({ query: "SELECT sum(score) AS total FROM scores", format: "JSONEachRow" });
     expect(await result.json()).toEqual([{ total: 8 }]);
     await client.command({ query: "DROP TABLE scores" });
+  });
+});
+
+describe.skipIf(!embedded)("@clickhouse/client, as a ClickHouse server answers it", () => {
+  let service: TestService;
+  let client: ClickHouseClient;
+  beforeAll(async () => {
+    service = await startService({ QUERY_PORT: "0", QUERY_READONLY: "0" });
+    client = createClient({
+      url: service.query!.url,
+      password: "test-password",
+      compression: { request: true, response: true },
+      log: { level: ClickHouseLogLevel.OFF },
+    });
+  });
+  afterAll(async () => {
+    await client.close();
+    await service.stop();
+  });
+  const failure = (promise: Promise<unknown>) =>
+    promise.then(
+      () => undefined,
+      (caught: unknown) => caught as ClickHouseError,
+    );
+
+  test("an error in the middle of a stream is the client's ClickHouseError, not a truncated result", async () => {
+    const result = await client.query({
+      query: "SELECT number, throwIf(number = 150000) AS t FROM numbers(300000)",
+      format: "JSONEachRow",
+      clickhouse_settings: { max_block_size: "1000" },
+    });
+    let rows = 0;
+    const error = await failure(
+      (async () => {
+        for await (const batch of result.stream()) rows += batch.length;
+      })(),
+    );
+    expect(error).toBeInstanceOf(ClickHouseError);
+    expect([error!.code, error!.type]).toEqual(["395", "FUNCTION_THROW_IF_VALUE_IS_NON_ZERO"]);
+    expect(rows).toBeLessThan(300_000);
+  });
+
+  test("one JSON document over many blocks, with totals; an error body is compressed as asked", async () => {
+    const result = await client.query({
+      query: "SELECT number % 3 AS k, count() AS c FROM numbers(30) GROUP BY k WITH TOTALS ORDER BY k LIMIT 2",
+      clickhouse_settings: { max_block_size: "1" },
+    });
+    const json = await result.json<{ k: number; c: number }>();
+    expect(json.data).toEqual([
+      { k: 0, c: 10 },
+      { k: 1, c: 10 },
+    ]);
+    expect([json.rows, json.totals]).toEqual([2, { k: 0, c: 30 }]);
+    expect(json.rows_before_limit_at_least).toBeGreaterThanOrEqual(2);
+    const error = await failure(client.query({ query: "SELECT * FROM no_such_table" }));
+    expect(error).toBeInstanceOf(ClickHouseError); // not "incorrect header check": the error text is gzipped too
+    expect(error!.type).toBe("UNKNOWN_TABLE");
+  });
+
+  test("query parameters: maps, tuples and nested types; in a multipart body; an alias placeholder", async () => {
+    const query =
+      "SELECT {m:Map(String, UInt32)} AS m, {t:Tuple(UInt8, String)} AS t, {a:Array(Map(String, UInt8))} AS a";
+    const query_params = { m: { a: 1, b: 2 }, t: new TupleParam([1, "x"]), a: [{ k: 3 }] };
+    const expected = [{ m: { a: 1, b: 2 }, t: [1, "x"], a: [{ k: 3 }] }];
+    for (const use_multipart_params of [false, true]) {
+      const result = await client.query({ query, query_params, use_multipart_params, format: "JSONEachRow" });
+      expect(await result.json()).toEqual(expected);
+    }
+    const aliased = await client.query({
+      query: "SELECT 1 AS {name:Identifier}",
+      query_params: { name: "renamed" },
+      format: "JSONEachRow",
+    });
+    expect(await aliased.json()).toEqual([{ renamed: 1 }]);
+  });
+
+  test("inserts in any format the engine reads, VALUES and FORMAT data in the body included, and * EXCEPT", async () => {
+    await client.command({
+      query: "CREATE TABLE ins (id UInt32, name String, extra UInt8 DEFAULT 7) ENGINE = MergeTree ORDER BY id",
+    });
+    const rows = [
+      { id: 1, name: "a" },
+      { id: 2, name: "b" },
+    ];
+    for (const format of ["JSONEachRow", "JSONCompactEachRowWithNames", "JSONObjectEachRow", "JSON"] as const) {
+      await client.command({ query: "TRUNCATE TABLE ins" });
+      const values =
+        format === "JSONEachRow"
+          ? rows
+          : format === "JSONObjectEachRow"
+            ? { r1: rows[0], r2: rows[1] }
+            : format === "JSON"
+              ? {
+                  meta: [
+                    { name: "id", type: "UInt32" },
+                    { name: "name", type: "String" },
+                  ],
+                  data: rows,
+                }
+              : [["id", "name"], ...rows.map((row) => [row.id, row.name])];
+      await client.insert({ table: "ins", values, format, columns: ["id", "name"] });
+      const stored = await client.query({
+        query: "SELECT id, name, extra FROM ins ORDER BY id",
+        format: "JSONEachRow",
+      });
+      expect([format, await stored.json()]).toEqual([format, rows.map((row) => ({ ...row, extra: 7 }))]);
+    }
+    await client.command({ query: "TRUNCATE TABLE ins" });
+    await client.insert({
+      table: "ins",
+      values: [[3, "c"]],
+      format: "JSONCompactEachRow",
+      columns: { except: ["extra"] },
+    });
+    await client.command({ query: "INSERT INTO ins (id, name) VALUES (4, 'd'), (5, 'it''s')" });
+    await client.exec({ query: 'INSERT INTO ins (id, name) FORMAT JSONEachRow {"id": 6, "name": "f"}' });
+    const stored = await client.query({ query: "SELECT id, name FROM ins ORDER BY id", format: "JSONCompactEachRow" });
+    expect(await stored.json()).toEqual([
+      [3, "c"],
+      [4, "d"],
+      [5, "it's"],
+      [6, "f"],
+    ]);
+    await client.command({ query: "DROP TABLE ins" });
+  });
+
+  test("a bare word is a syntax error, as on a server", async () => {
+    const error = await failure(client.query({ query: "foobar" }));
+    expect([error!.code, error!.type]).toEqual(["62", "SYNTAX_ERROR"]);
   });
 });
 

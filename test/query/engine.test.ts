@@ -1,4 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { HOLD_GRACE_S } from "../../src/query/engine";
+import { MAX_SESSIONS } from "../../src/query/sessions";
+import { processEnv, startProcess } from "../helpers/process";
 import { startService, type TestService } from "../helpers/service";
 
 // The engine's places (QUERY_CONCURRENCY) and the lifetime of a query's session: waiting, refusing, and freeing a
@@ -57,4 +60,74 @@ describe.skipIf(!embedded)("QUERY_CONCURRENCY", () => {
     expect((await post("SELECT 3")).text).toBe("3\n");
     expect(service.query!.answers.at(-2)).toMatchObject({ outcome: "failed", status: 499 });
   });
+});
+
+describe.skipIf(!embedded)("what a client holds is bounded", () => {
+  let service: TestService;
+  beforeAll(async () => {
+    service = await startService({ QUERY_PORT: "0", QUERY_CONCURRENCY: "1", QUERY_TIMEOUT_S: "1" });
+  });
+  afterAll(() => service.stop());
+  const post = (sql: string, search = "") => service.query!.fetch(`/${search}`, { method: "POST", body: sql });
+
+  test("a client that stops reading its result loses its place within QUERY_TIMEOUT_S and HOLD_GRACE_S", async () => {
+    const response = await post("SELECT number FROM numbers(100000000)", "?max_block_size=1000");
+    const reader = response.body!.getReader();
+    await reader.read(); // the first chunk; then the client reads no more
+    expect(service.query!.engine.running).toBe(1);
+    const started = performance.now();
+    while (service.query!.engine.running > 0 && performance.now() - started < (1 + HOLD_GRACE_S + 5) * 1000) {
+      await Bun.sleep(100);
+    }
+    expect(service.query!.engine.running).toBe(0);
+    expect(await (await post("SELECT 1")).text()).toBe("1\n"); // the place is free for others
+    await reader.cancel();
+  }, 20_000);
+
+  test("sessions left open for an hour lock nobody out: a new one closes the one idle longest", async () => {
+    const id = (n: number) => `held-${n}-${crypto.randomUUID()}`;
+    const held = Array.from({ length: MAX_SESSIONS }, (_, n) => id(n));
+    for (const session of held) {
+      expect((await post("SELECT 1", `?session_id=${session}&session_timeout=3600`)).status).toBe(200);
+    }
+    const newcomer = await post("SELECT 2", `?session_id=${id(99)}`);
+    expect([newcomer.status, await newcomer.text()]).toEqual([200, "2\n"]);
+    const oldest = await post("SELECT 1", `?session_id=${held[0]}&session_check=1`);
+    expect(oldest.headers.get("x-clickhouse-exception-code")).toBe("372"); // SESSION_NOT_FOUND: it was closed
+    const newest = await post("SELECT 1", `?session_id=${held.at(-1)}&session_check=1`);
+    expect(newest.status).toBe(200);
+  }, 30_000);
+});
+
+describe.skipIf(!embedded)("the service's process", () => {
+  test("queries that take every place leave the write path a thread: a batch is stored while they run", async () => {
+    // Each call into the engine holds a worker thread of the runtime until it answers; the service sizes the pool
+    // for QUERY_CONCURRENCY queries and the write path (src/workers.ts), or a batch would wait for a query to end.
+    const env = processEnv({ PUBLIC_API_KEYS: "key-1", QUERY_PORT: "0", QUERY_PASSWORD: "pw", QUERY_CONCURRENCY: "2" });
+    const service = await startProcess(env);
+    try {
+      const order: string[] = [];
+      const auth = { authorization: `Basic ${btoa("default:pw")}` };
+      const slow = [1, 2].map(async () => {
+        const response = await fetch(service.started.query!, {
+          method: "POST",
+          body: "SELECT sleep(3)",
+          headers: auth,
+        });
+        order.push(`query ${response.status}`);
+      });
+      await Bun.sleep(500); // both queries are running
+      const batch = await fetch(`${service.url}/batch/`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ api_key: "key-1", batch: [{ event: "e", distinct_id: "d" }] }),
+      });
+      order.push(`batch ${batch.status}`);
+      await Promise.all(slow);
+      expect(order).toEqual(["batch 200", "query 200", "query 200"]);
+    } finally {
+      service.child.kill("SIGTERM");
+      await service.child.exited;
+    }
+  }, 30_000);
 });

@@ -55,7 +55,8 @@ describe.skipIf(!embedded)("the query port's HTTP interface", () => {
     expect(response.headers.get("x-clickhouse-query-id")).toBe("my-query-1");
     expect(response.headers.get("x-clickhouse-timezone")).toBeTruthy();
     expect(response.headers.get("x-clickhouse-server-display-name")).toBe("test-host");
-    expect(response.headers.get("content-type")).toContain("application/json");
+    expect(response.headers.get("content-type")).toBe("application/x-ndjson; charset=UTF-8");
+    expect(response.headers.get("x-clickhouse-exception-tag")).toMatch(/^[A-Za-z0-9]{16}$/);
     const summary = JSON.parse(response.headers.get("x-clickhouse-summary")!);
     expect(summary).toMatchObject({ result_rows: "3", written_rows: "0" });
     expect(await response.text()).toBe('{"number":0}\n{"number":1}\n{"number":2}\n');
@@ -64,9 +65,17 @@ describe.skipIf(!embedded)("the query port's HTTP interface", () => {
   });
 
   test("database and default_format as parameters and as headers; a FORMAT clause wins", async () => {
-    expect(await (await post("SELECT currentDatabase()", "?database=system")).text()).toBe("system\n");
-    const headers = { "X-ClickHouse-Database": "system", "X-ClickHouse-Format": "CSV" };
-    expect(await (await post("SELECT currentDatabase(), 1", "", { headers })).text()).toBe('"system",1\n');
+    const database = service.config.clickhouse.database;
+    expect(await (await post("SELECT currentDatabase()", `?database=${database}`)).text()).toBe(`${database}\n`);
+    const headers = { "X-ClickHouse-Database": database, "X-ClickHouse-Format": "CSV" };
+    expect(await (await post("SELECT currentDatabase(), 1", "", { headers })).text()).toBe(`"${database}",1\n`);
+    // only the service's database: system tables are read by their full name
+    for (const refused of [
+      await post("SELECT 1", "?database=system"),
+      await post("SELECT 1", "", { headers: { "X-ClickHouse-Database": "default" } }),
+    ]) {
+      expect(refused.headers.get("x-clickhouse-exception-code")).toBe("497");
+    }
     expect(await (await post("SELECT 1 AS x", "?default_format=JSONEachRow")).text()).toBe('{"x":1}\n');
     const clause = await post("SELECT 1 AS x FORMAT CSVWithNames", "?default_format=JSON");
     expect([clause.headers.get("x-clickhouse-format"), await clause.text()]).toEqual(["CSVWithNames", '"x"\n1\n']);
@@ -88,6 +97,60 @@ describe.skipIf(!embedded)("the query port's HTTP interface", () => {
     expect([json.rows, json.data[999]]).toEqual([1000, { number: 999, s: "999" }]);
     const response = await post("SELECT 1 FORMAT Parquet");
     expect(response.headers.get("content-type")).toBe("application/octet-stream");
+  });
+
+  test("one result per query, whatever the blocks: one document, one header, one file", async () => {
+    // max_block_size=1: ten blocks; the engine formats each block as a result of its own
+    const sql = (format: string, tail = "") =>
+      `SELECT number, toString(number) AS s FROM numbers(10)${tail} FORMAT ${format}`;
+    const many = async (query: string) => new Uint8Array(await (await post(query, "?max_block_size=1")).arrayBuffer());
+    const one = async (query: string) => new Uint8Array(await (await post(query)).arrayBuffer());
+    for (const format of [
+      "CSVWithNames",
+      "CSVWithNamesAndTypes",
+      "TSVWithNames",
+      "TabSeparatedWithNamesAndTypes",
+      "TSVRawWithNames",
+      "JSONCompactEachRowWithNames",
+      "JSONCompactEachRowWithNamesAndTypes",
+      "JSONCompactStringsEachRowWithNamesAndTypes",
+      "CustomSeparatedWithNames",
+      "RowBinaryWithNames",
+      "RowBinaryWithNamesAndTypes",
+      "JSONEachRow",
+      "TSV",
+      "Markdown",
+    ]) {
+      expect([format, await many(sql(format))]).toEqual([format, await one(sql(format))]);
+    }
+    const text = (data: Uint8Array) => new TextDecoder().decode(data);
+    const json = JSON.parse(text(await many(sql("JSON", " LIMIT 3"))));
+    expect(json.rows).toBe(3);
+    expect(json.rows_before_limit_at_least).toBeGreaterThanOrEqual(3);
+    expect(json.data).toEqual([0, 1, 2].map((n) => ({ number: n, s: String(n) })));
+    expect(Object.keys(json.statistics)).toEqual(["elapsed", "rows_read", "bytes_read"]);
+    const totals = JSON.parse(
+      text(
+        await many(
+          "SELECT number % 2 AS k, count() AS c FROM numbers(10) GROUP BY k WITH TOTALS ORDER BY k FORMAT JSONCompact",
+        ),
+      ),
+    );
+    expect([totals.data, totals.totals]).toEqual([
+      [
+        [0, 5],
+        [1, 5],
+      ],
+      [0, 10],
+    ]);
+    const count = (data: Uint8Array, magic: string) => text(data).split(magic).length - 1;
+    expect(count(await many(sql("Parquet")), "PAR1")).toBe(2); // one file: its magic at the start and the end
+    expect(count(await many(sql("Arrow")), "ARROW1")).toBe(2);
+    const progress = text(await many(sql("JSONEachRowWithProgress")))
+      .trim()
+      .split("\n");
+    expect(progress.filter((line) => line.startsWith('{"meta"')).length).toBe(1);
+    expect(progress.filter((line) => line.startsWith('{"row"')).length).toBe(10);
   });
 
   test("a query runs within the port's limits, below the write path's priority, read-only", async () => {
@@ -175,9 +238,14 @@ describe.skipIf(!embedded)("the query port's HTTP interface", () => {
     expect(streamed.status).toBe(200);
     const text = await streamed.text();
     expect(text).toStartWith("0\n");
-    expect(text.trimEnd().split("\n").at(-1)).toMatch(
-      /^Code: 395\. DB::Exception: .*\(FUNCTION_THROW_IF_VALUE_IS_NON_ZERO\)/,
+    // as ClickHouse 25.11 and later mark it: the response's tag around the message and its length in bytes
+    const tag = streamed.headers.get("x-clickhouse-exception-tag")!;
+    const block = new RegExp(
+      `\r\n__exception__\r\n${tag}\r\n(Code: 395\\. [^\n]*\n)(\\d+) ${tag}\r\n__exception__\r\n$`,
     );
+    const [, message, length] = block.exec(text) ?? [];
+    expect(message).toMatch(/^Code: 395\. DB::Exception: .*\(FUNCTION_THROW_IF_VALUE_IS_NON_ZERO\)\n$/);
+    expect(Number(length)).toBe(new TextEncoder().encode(message).byteLength);
     const waited = await post(sql, "?wait_end_of_query=1");
     expect([waited.status, waited.headers.get("x-clickhouse-exception-code")]).toEqual([500, "395"]);
     const complete = await post("SELECT number FROM numbers(10)", "?wait_end_of_query=1");
@@ -209,11 +277,12 @@ describe.skipIf(!embedded)("the query port's HTTP interface", () => {
     expect(unknown.headers.get("x-clickhouse-exception-code")).toBe("271");
   });
 
-  test("a named session keeps its database between requests, one request at a time", async () => {
+  test("a named session is kept between requests, one request at a time, in the service's database", async () => {
     const session = `?session_id=s-${crypto.randomUUID()}`;
-    expect((await post("USE system", session)).status).toBe(200);
-    expect(await (await post("SELECT currentDatabase()", session)).text()).toBe("system\n");
-    expect(await (await post("SELECT currentDatabase()")).text()).not.toBe("system\n"); // other requests unaffected
+    const database = service.config.clickhouse.database;
+    expect((await post(`USE ${database}`, session)).status).toBe(200);
+    expect((await post("USE system", session)).headers.get("x-clickhouse-exception-code")).toBe("497");
+    expect(await (await post("SELECT currentDatabase()", session)).text()).toBe(`${database}\n`);
     const [slow, locked] = await Promise.all([
       post("SELECT sleep(1)", session),
       Bun.sleep(200).then(() => post("SELECT 1", session)),

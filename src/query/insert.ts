@@ -1,0 +1,57 @@
+import { type Token, tokens } from "./tokens";
+
+/** An INSERT whose data came with it: the statement, ending in `FORMAT <name>`, and the data's bytes. */
+export interface InlineInsert {
+  readonly statement: string;
+  readonly data: Uint8Array;
+}
+
+/**
+ * Splits `INSERT … FORMAT <name> <data>` and `INSERT … VALUES <data>` as ClickHouse's HTTP interface does: the
+ * request's text is the `query` parameter, a line break and the body, and the data starts right after `VALUES`,
+ * or after the format's name, its blanks and one line break. Anything else (`INSERT … SELECT`, or no INSERT) is
+ * no inline insert. Only the first `headBytes` are searched for the statement's end: the statement is a query
+ * text, bounded like one.
+ */
+export function splitInsert(query: string, body: Uint8Array, headBytes: number): InlineInsert | undefined {
+  const queryBytes = new TextEncoder().encode(query);
+  const separator = query !== "" && body.byteLength > 0 ? 1 : 0;
+  const whole = new Uint8Array(queryBytes.byteLength + separator + body.byteLength);
+  whole.set(queryBytes, 0);
+  if (separator) whole[queryBytes.byteLength] = 0x0a;
+  whole.set(body, queryBytes.byteLength + separator);
+  // one character a byte, so that positions in the text are positions in the bytes
+  const head = new TextDecoder("latin1").decode(whole.subarray(0, headBytes));
+  const found = dataStart(head);
+  if (found === undefined) return undefined;
+  const statement = new TextDecoder().decode(whole.subarray(0, found.statementEnd)) + found.suffix;
+  return { statement, data: whole.subarray(found.dataStart) };
+}
+
+function dataStart(head: string): { statementEnd: number; suffix: string; dataStart: number } | undefined {
+  // read lazily: the statement's end comes long before the data's
+  const words = (function* () {
+    for (const token of tokens(head)) if (token.kind !== "space" && token.kind !== "comment") yield token;
+  })();
+  const next = (): Token | undefined => words.next().value ?? undefined;
+  if (next()?.text.toUpperCase() !== "INSERT") return undefined;
+  let depth = 0;
+  for (let token = next(); token !== undefined; token = next()) {
+    if (token.text === "(") depth++;
+    else if (token.text === ")") depth--;
+    if (depth !== 0 || token.kind !== "word") continue;
+    const word = token.text.toUpperCase();
+    if (word === "SELECT" || word === "WITH") return undefined;
+    if (word === "VALUES") {
+      const end = token.start + token.text.length;
+      return { statementEnd: token.start, suffix: "FORMAT Values", dataStart: end };
+    }
+    if (word === "FORMAT") {
+      const name = next();
+      if (name?.kind !== "word") return undefined;
+      const end = name.start + name.text.length;
+      return { statementEnd: end, suffix: "", dataStart: end + /^[ \t\f]*\r?\n?/.exec(head.slice(end))![0].length };
+    }
+  }
+  return undefined;
+}

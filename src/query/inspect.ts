@@ -1,0 +1,119 @@
+import type { Session } from "chdb";
+import { literal } from "../storage/sql";
+import { bindParams, unescapeText } from "./bind";
+import { QueryError } from "./errors";
+import { type Access, checkStatement, checkUsable, parseAst, scopeOf } from "./policy";
+import { identifierName, tokens } from "./tokens";
+
+/** What `inspect` judges. */
+export interface InspectRequest {
+  readonly text: string;
+  readonly params: Readonly<Record<string, string>>;
+  readonly access: Access;
+  /** The service's database. */
+  readonly database: string;
+}
+
+/** A statement the policy passed, as it runs. */
+export interface Inspected {
+  /** Its type, as the engine parsed it (`SelectWithUnionQuery`, `InsertQuery`, …). */
+  readonly statement: string;
+  /** The statement as the engine formatted it, read through the port's views: what runs, and nothing else. */
+  readonly formatted: string;
+  /** The same on one line. */
+  readonly line: string;
+  /** Its FORMAT clause. */
+  readonly format: string | undefined;
+}
+
+/** The database of the port's own views over system tables (a Memory database: made anew at each start). */
+const PORT_VIEWS_DATABASE = "_query_port";
+
+/**
+ * The port's views, by the system table each stands for. `system.processes` shows every query in the process;
+ * through the view a port user sees the port's queries only (the write path runs at another priority), and the
+ * text of its own query only, since other clients' texts carry their bound parameter values.
+ */
+const PORT_VIEWS: Readonly<Record<string, string>> = {
+  processes: `SELECT * REPLACE (if(query_id = queryID(), query, '') AS query) FROM system.processes WHERE Settings['priority'] = '2'`,
+};
+
+/** Creates the port's views (once at start). */
+export async function createPortViews(session: Session): Promise<void> {
+  await session.queryAsync(`CREATE DATABASE IF NOT EXISTS ${PORT_VIEWS_DATABASE} ENGINE = Memory`);
+  for (const [name, select] of Object.entries(PORT_VIEWS)) {
+    await session.queryAsync(`CREATE OR REPLACE VIEW ${PORT_VIEWS_DATABASE}.${name} AS ${select}`);
+  }
+}
+
+/**
+ * The client's text, with its `param_` values bound into it, is parsed and printed again by the engine, which
+ * refuses more than one statement (`formatQuery`); the policy judges the engine's syntax tree of that print and
+ * its tokens; the print is what runs: what was judged is what runs. An identifier with a line break is refused,
+ * because `EXPLAIN AST` prints one node a line.
+ */
+export async function inspect(session: Session, request: InspectRequest): Promise<Inspected> {
+  const { line, formatted, databases } = await print(session, bindParams(request.text, request.params));
+  const scope = scopeOf(request.access, request.database, databases);
+  if (hasLineBreakInIdentifier(line)) {
+    throw QueryError.of("SYNTAX_ERROR", "Identifiers with line breaks are not accepted here");
+  }
+  const ast = parseAst((await session.queryAsync(`EXPLAIN AST ${formatted}`, { format: "TSVRaw" })).text());
+  checkStatement(ast, formatted, line, scope);
+  const format = ast.type === "InsertQuery" ? undefined : /^FORMAT (\S+)$/m.exec(formatted)?.[1];
+  return { statement: ast.type, formatted: throughPortViews(formatted), line: throughPortViews(line), format };
+}
+
+/** `system.<table>` read through the port's view of it, where it has one. */
+function throughPortViews(text: string): string {
+  const parts = [...tokens(text)];
+  return parts
+    .map((token, index) => {
+      const table = parts[index + 2];
+      return identifierName(token) === "system" &&
+        parts[index + 1]?.text === "." &&
+        table !== undefined &&
+        Object.hasOwn(PORT_VIEWS, identifierName(table)!) &&
+        parts[index - 1]?.text !== "."
+        ? PORT_VIEWS_DATABASE
+        : token.text;
+    })
+    .join("");
+}
+
+/**
+ * Whether a quoted identifier in the single-line print holds a line break. The print escapes it (as it does in
+ * string literals), but `EXPLAIN AST` prints identifiers and aliases as they are, and one would start a line that
+ * reads as a node of its own.
+ */
+function hasLineBreakInIdentifier(line: string): boolean {
+  for (const token of tokens(line)) {
+    if (token.kind === "quoted" && /[\r\n]/.test(unescapeText(token.text.slice(1, -1)))) return true;
+  }
+  return /[\r\n]/.test(line);
+}
+
+/** The engine's print of a statement, and the databases it has now (name and engine). */
+interface Printed {
+  /** On one line. */
+  readonly line: string;
+  /** Formatted: a clause a line. */
+  readonly formatted: string;
+  readonly databases: [string, string][];
+}
+
+async function print(session: Session, text: string): Promise<Printed> {
+  const quoted = literal(text);
+  const printed = await session.queryAsync(
+    `SELECT formatQuerySingleLine(${quoted}) AS line, formatQuery(${quoted}) AS formatted, ` +
+      "(SELECT groupArray((name, engine)) FROM system.databases) AS databases",
+    { format: "JSONEachRow" },
+  );
+  return JSON.parse(printed.text()) as Printed;
+}
+
+/** Refuses a database a request may not make its current one (the `database` parameter). */
+export async function checkDatabase(session: Session, name: string, access: Access, database: string) {
+  const { databases } = await print(session, "SELECT 1");
+  checkUsable(name, scopeOf(access, database, databases));
+}

@@ -197,29 +197,33 @@ describe.skipIf(!embedded)("@clickhouse/client, as a ClickHouse server answers i
       { id: 1, name: "a" },
       { id: 2, name: "b" },
     ];
-    for (const format of ["JSONEachRow", "JSONCompactEachRowWithNames", "JSONObjectEachRow", "JSON"] as const) {
+    const meta = [
+      { name: "id", type: "UInt32" },
+      { name: "name", type: "String" },
+    ];
+    const columns: [string, ...string[]] = ["id", "name"];
+    const stores = async (format: string, insert: () => Promise<unknown>) => {
       await client.command({ query: "TRUNCATE TABLE ins" });
-      const values =
-        format === "JSONEachRow"
-          ? rows
-          : format === "JSONObjectEachRow"
-            ? { r1: rows[0], r2: rows[1] }
-            : format === "JSON"
-              ? {
-                  meta: [
-                    { name: "id", type: "UInt32" },
-                    { name: "name", type: "String" },
-                  ],
-                  data: rows,
-                }
-              : [["id", "name"], ...rows.map((row) => [row.id, row.name])];
-      await client.insert({ table: "ins", values, format, columns: ["id", "name"] });
+      await insert();
       const stored = await client.query({
         query: "SELECT id, name, extra FROM ins ORDER BY id",
         format: "JSONEachRow",
       });
       expect([format, await stored.json()]).toEqual([format, rows.map((row) => ({ ...row, extra: 7 }))]);
-    }
+    };
+    await stores("JSONEachRow", () => client.insert({ table: "ins", format: "JSONEachRow", values: rows, columns }));
+    await stores("JSONCompactEachRowWithNames", () =>
+      client.insert({
+        table: "ins",
+        format: "JSONCompactEachRowWithNames",
+        values: [columns, [1, "a"], [2, "b"]],
+        columns,
+      }),
+    );
+    await stores("JSONObjectEachRow", () =>
+      client.insert({ table: "ins", format: "JSONObjectEachRow", values: { r1: rows[0], r2: rows[1] }, columns }),
+    );
+    await stores("JSON", () => client.insert({ table: "ins", format: "JSON", values: { meta, data: rows }, columns }));
     await client.command({ query: "TRUNCATE TABLE ins" });
     await client.insert({
       table: "ins",

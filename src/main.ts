@@ -102,7 +102,7 @@ async function shutdown(
   }
   // Queries are cut at once: their clients retry against the next instance; ingest is what must finish.
   await queryServer?.stop(true);
-  engine?.close();
+  await engine?.close();
   await metricsServer?.stop(true);
   await storage.close();
   log.info("stopped", { signal });

@@ -133,7 +133,7 @@ async function directly(query: Query, env: NodeJS.ProcessEnv): Promise<number> {
     if (error instanceof QueryError) return fail(error.text);
     throw error;
   } finally {
-    engine.close();
+    await engine.close();
   }
 }
 

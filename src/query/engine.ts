@@ -6,12 +6,13 @@ import { openEmbeddedEngine, type SessionConstructor } from "../storage/embedded
 import { literal } from "../storage/sql";
 import { QueryError } from "./errors";
 import { framingOf, withoutRepeatedHeaders } from "./formats";
-import { splitInsert } from "./insert";
-import { checkDatabase, createPortViews, type Inspected, inspect } from "./inspect";
+import { checkDatabase, createPortTables, type Inspected, inspect, QUERY_LOG } from "./inspect";
+import { type LoggedQuery, QueryLog } from "./log";
 import type { SessionParams } from "./params";
 import type { Access } from "./policy";
 import { NamedSession, NamedSessions, Places } from "./sessions";
 import { checkSettings, limitSettings, MAX_QUERY_BYTES, type QueryLimits, type SettingTypes } from "./settings";
+import { queryText, splitInsert } from "./statement";
 
 export interface QueryEngineOptions extends QueryLimits {
   /** The embedded engine's data directory: the one the service writes to. */
@@ -105,6 +106,9 @@ export class QueryEngine {
     /** The engine's time zone, for `X-ClickHouse-Timezone`. */
     readonly timezone: string,
     private readonly settingTypes: SettingTypes,
+    /** The engine's output formats by their names in lower case (a client's `default_format=arrow`). */
+    private readonly formats: ReadonlyMap<string, string>,
+    private readonly log: QueryLog,
   ) {
     this.#places = new Places(options.concurrency, options.queueWaitMs);
     this.#insertDir = join(options.dataDir, "query-inserts");
@@ -123,12 +127,22 @@ export class QueryEngine {
           .map((line) => JSON.parse(line) as string[]);
       const [[timezone = "UTC"] = []] = await rows("SELECT timezone()");
       const types = (await rows("SELECT name, type FROM system.settings")) as [string, string][];
-      await createPortViews(probe);
+      const formats = (await rows("SELECT name FROM system.formats WHERE is_output")).map(([name]) => name!);
+      await createPortTables(probe);
       if (!options.readonly) mkdirSync(join(options.dataDir, "query-inserts"), { recursive: true, mode: 0o700 });
-      return new QueryEngine(Session, options, timezone, new Map(types));
+      const byLowerCase = new Map(formats.map((name) => [name.toLowerCase(), name]));
+      const log = new Session(options.dataDir);
+      // below the port's queries (2), so that its writes are neither in the port's view of processes nor in a query's way
+      await log.queryAsync("SET priority = 3");
+      return new QueryEngine(Session, options, timezone, new Map(types), byLowerCase, new QueryLog(log, QUERY_LOG));
     } finally {
       probe.close();
     }
+  }
+
+  /** The service's database: a query's current one unless it names another. */
+  get database(): string {
+    return this.options.database;
   }
 
   /** Queries running now. */
@@ -159,11 +173,14 @@ export class QueryEngine {
       }
       const inline = readonly ? undefined : splitInsert(request.query, request.body, MAX_QUERY_BYTES);
       const text = inline?.statement ?? queryText(request.query, request.body);
-      const inspected = await inspect(s, { text, params, access, database });
+      const checkSetting = (name: string, value: string) =>
+        checkSettings({ [name]: value }, this.options, this.settingTypes, readonly);
+      const inspected = await inspect(s, { text, params, access, database, checkSetting });
       if (inline !== undefined && inspected.statement === "InsertQuery") {
         return await this.#insert(s, inspected, inline.data, release);
       }
-      const format = inspected.format ?? request.defaultFormat ?? "TabSeparated";
+      const chosen = inspected.format ?? request.defaultFormat ?? "TabSeparated";
+      const format = this.formats.get(chosen.toLowerCase()) ?? chosen;
       const held = { expired: false };
       const deadline = setTimeout(
         () => {
@@ -196,9 +213,15 @@ export class QueryEngine {
     }
   }
 
-  /** Closes the named sessions; queries still running close theirs when they end. */
-  close(): void {
+  /** Records an answered query in the port's `system.query_log`. */
+  record(query: LoggedQuery): void {
+    this.log.record(query);
+  }
+
+  /** Closes the named sessions (queries still running close theirs when they end) and writes the log's last rows. */
+  async close(): Promise<void> {
     this.#named.closeAll();
+    await this.log.close();
   }
 
   /**
@@ -261,12 +284,6 @@ export class QueryEngine {
     releases.push(() => held.done(params.close ? 0 : params.timeoutS));
     return { session: held.session, setup: held.setup };
   }
-}
-
-/** As on ClickHouse: the query is the `query` parameter, a line break, and the body. */
-function queryText(query: string, body: Uint8Array): string {
-  const rest = new TextDecoder().decode(body);
-  return query === "" ? rest : rest === "" ? query : `${query}\n${rest}`;
 }
 
 /**

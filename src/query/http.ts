@@ -5,6 +5,7 @@ import type { QueryEngine, RunningQuery } from "./engine";
 import { QueryError } from "./errors";
 import { readParams } from "./params";
 import { MAX_QUERY_BYTES } from "./settings";
+import { sentText } from "./statement";
 
 /** How a query went, for logs and metrics: never its text, nor its result. */
 export interface QueryAnswer {
@@ -75,7 +76,10 @@ export async function handleQuery(request: Request, app: QueryApp): Promise<Resp
 /** One query request and its answer. */
 class QueryExchange {
   readonly #started = performance.now();
+  readonly #startedAt = new Date();
   #user = "default";
+  /** What the query log keeps: set once the request is authenticated and read. */
+  #logged: { text: string; database: string } | undefined;
   #queryId: string;
   #statement: string | undefined;
   /** Marks an error written into a result already under way, as ClickHouse (25.11 and later) does. */
@@ -105,6 +109,10 @@ class QueryExchange {
       }
       const params = readParams(search, this.request.headers);
       if (params.queryId !== undefined) this.#queryId = params.queryId;
+      this.#logged = {
+        text: sentText(params.query, body, MAX_QUERY_BYTES),
+        database: params.database ?? this.app.engine.database,
+      };
       running = await this.app.engine.run({
         query: params.query,
         body,
@@ -246,6 +254,21 @@ class QueryExchange {
       resultBytes: running?.result.bytes ?? 0,
       writtenRows: running?.writtenRows ?? 0,
     });
+    if (this.#logged !== undefined) {
+      this.app.engine.record({
+        queryId: this.#queryId,
+        user: this.#user,
+        ...this.#logged,
+        statement: this.#statement,
+        startedAt: this.#startedAt,
+        seconds: (performance.now() - this.#started) / 1000,
+        resultRows: running?.result.rows ?? 0,
+        resultBytes: running?.result.bytes ?? 0,
+        writtenRows: running?.writtenRows ?? 0,
+        error: error && { code: error.code, text: error.text, whileProcessing: running !== undefined },
+        method: this.request.method,
+      });
+    }
   }
 }
 

@@ -2,6 +2,7 @@ import type { Session } from "chdb";
 import { literal } from "../storage/sql";
 import { bindParams, unescapeText } from "./bind";
 import { QueryError } from "./errors";
+import { QUERY_LOG_TABLE } from "./log";
 import { type Access, checkStatement, checkUsable, parseAst, scopeOf } from "./policy";
 import { identifierName, tokens } from "./tokens";
 
@@ -12,6 +13,8 @@ export interface InspectRequest {
   readonly access: Access;
   /** The service's database. */
   readonly database: string;
+  /** Refuses a setting of the statement's `SETTINGS` clause. */
+  readonly checkSetting: (name: string, value: string) => void;
 }
 
 /** A statement the policy passed, as it runs. */
@@ -30,21 +33,26 @@ export interface Inspected {
 const PORT_VIEWS_DATABASE = "_query_port";
 
 /**
- * The port's views, by the system table each stands for. `system.processes` shows every query in the process;
- * through the view a port user sees the port's queries only (the write path runs at another priority), and the
- * text of its own query only, since other clients' texts carry their bound parameter values.
+ * The port's own tables, by the system table each stands for, read in its place. `system.processes` shows every
+ * query in the process: through the view a port user sees the port's queries only (the write path runs at another
+ * priority), and the text of its own query only, since other clients' texts carry their bound parameter values.
+ * `system.query_log`, which the engine does not keep, is the port's own log (log.ts).
  */
-const PORT_VIEWS: Readonly<Record<string, string>> = {
-  processes: `SELECT * REPLACE (if(query_id = queryID(), query, '') AS query) FROM system.processes WHERE Settings['priority'] = '2'`,
+const PORT_TABLES: Readonly<Record<string, string>> = {
+  processes: `CREATE OR REPLACE VIEW {database}.processes AS SELECT * REPLACE (if(query_id = queryID(), query, '') AS query) FROM system.processes WHERE Settings['priority'] = '2'`,
+  query_log: QUERY_LOG_TABLE,
 };
 
-/** Creates the port's views (once at start). */
-export async function createPortViews(session: Session): Promise<void> {
+/** Creates the port's tables (at each start: a Memory database keeps nothing across restarts). */
+export async function createPortTables(session: Session): Promise<void> {
   await session.queryAsync(`CREATE DATABASE IF NOT EXISTS ${PORT_VIEWS_DATABASE} ENGINE = Memory`);
-  for (const [name, select] of Object.entries(PORT_VIEWS)) {
-    await session.queryAsync(`CREATE OR REPLACE VIEW ${PORT_VIEWS_DATABASE}.${name} AS ${select}`);
+  for (const create of Object.values(PORT_TABLES)) {
+    await session.queryAsync(create.replace("{database}", PORT_VIEWS_DATABASE));
   }
 }
+
+/** The port's query log table, by its full name. */
+export const QUERY_LOG = `${PORT_VIEWS_DATABASE}.query_log`;
 
 /**
  * The client's text, with its `param_` values bound into it, is parsed and printed again by the engine, which
@@ -54,7 +62,7 @@ export async function createPortViews(session: Session): Promise<void> {
  */
 export async function inspect(session: Session, request: InspectRequest): Promise<Inspected> {
   const { line, formatted, databases } = await print(session, bindParams(request.text, request.params));
-  const scope = scopeOf(request.access, request.database, databases);
+  const scope = scopeOf(request.access, request.database, databases, request.checkSetting);
   if (hasLineBreakInIdentifier(line)) {
     throw QueryError.of("SYNTAX_ERROR", "Identifiers with line breaks are not accepted here");
   }
@@ -64,7 +72,7 @@ export async function inspect(session: Session, request: InspectRequest): Promis
   return { statement: ast.type, formatted: throughPortViews(formatted), line: throughPortViews(line), format };
 }
 
-/** `system.<table>` read through the port's view of it, where it has one. */
+/** `system.<table>` read through the port's own table for it, where it has one. */
 function throughPortViews(text: string): string {
   const parts = [...tokens(text)];
   return parts
@@ -73,7 +81,7 @@ function throughPortViews(text: string): string {
       return identifierName(token) === "system" &&
         parts[index + 1]?.text === "." &&
         table !== undefined &&
-        Object.hasOwn(PORT_VIEWS, identifierName(table)!) &&
+        Object.hasOwn(PORT_TABLES, identifierName(table)!) &&
         parts[index - 1]?.text !== "."
         ? PORT_VIEWS_DATABASE
         : token.text;
@@ -115,5 +123,8 @@ async function print(session: Session, text: string): Promise<Printed> {
 /** Refuses a database a request may not make its current one (the `database` parameter). */
 export async function checkDatabase(session: Session, name: string, access: Access, database: string) {
   const { databases } = await print(session, "SELECT 1");
-  checkUsable(name, scopeOf(access, database, databases));
+  checkUsable(
+    name,
+    scopeOf(access, database, databases, () => {}),
+  );
 }

@@ -23,17 +23,24 @@ export interface Scope {
    * Overlay above all, and the port's own views) whatever else was created through the port.
    */
   readonly otherDatabases: ReadonlySet<string>;
+  /** Refuses a setting of a `SETTINGS` clause as the URL's settings are refused (settings.ts). */
+  readonly checkSetting: (name: string, value: string) => void;
 }
 
 /** The databases that are always there; a query reads their tables by their full names, as the policy allows. */
 const SYSTEM_DATABASES = new Set(["system", "information_schema", "INFORMATION_SCHEMA"]);
 
 /** The scope of a query, given every database the engine has (`system.databases`: name and engine). */
-export function scopeOf(access: Access, database: string, databases: readonly [string, string][]): Scope {
+export function scopeOf(
+  access: Access,
+  database: string,
+  databases: readonly [string, string][],
+  checkSetting: Scope["checkSetting"],
+): Scope {
   const reachable = (name: string, engine: string) =>
     name === database || SYSTEM_DATABASES.has(name) || (access === "write" && engine === "Atomic");
   const other = databases.filter(([name, engine]) => !reachable(name, engine)).map(([name]) => name);
-  return { access, database, otherDatabases: new Set(other) };
+  return { access, database, otherDatabases: new Set(other), checkSetting };
 }
 
 /** Refuses a database a query may not make its current one (`USE`, the `database` parameter). */
@@ -158,7 +165,7 @@ const TABLE_SETTINGS_REFUSED = /disk|storage_policy|path|url|endpoint|s3|azure|h
  * engine's counters. Not the ones that show the process (`stack_trace`, `symbols`), its files (`server_settings`,
  * `disks`, `detached_parts`, `schema_inference_cache`), other clients' data (`query_cache`,
  * `asynchronous_inserts`), access (`users`, `grants`, `named_collections`) or other servers (`clusters`,
- * `zookeeper`). `processes` is read through the port's own view of it (see engine.ts).
+ * `zookeeper`). `processes` and `query_log` are read through the port's own tables (inspect.ts).
  */
 export const SYSTEM_TABLES = new Set([
   "one",
@@ -177,6 +184,7 @@ export const SYSTEM_TABLES = new Set([
   "merges",
   "mutations",
   "processes",
+  "query_log",
   "settings",
   "settings_changes",
   "merge_tree_settings",
@@ -247,6 +255,9 @@ function checkTokens(tokens: readonly Token[], statement: string, scope: Scope):
       const pair = `${token.text} ${next.text}`;
       if (pair === "INTO OUTFILE" || pair === "FROM INFILE") throw denied(`${pair} reaches files on the server`);
     }
+    if (token.text === "SETTINGS" && token.kind === "word" && statement !== "CreateQuery") {
+      for (const [name, value] of settingsClause(tokens, index + 1)) scope.checkSetting(name, value);
+    }
     if (
       (statement === "CreateQuery" || statement === "AlterQuery") &&
       token.kind === "word" &&
@@ -258,6 +269,30 @@ function checkTokens(tokens: readonly Token[], statement: string, scope: Scope):
   });
 }
 
+/** The `name = value` pairs of a `SETTINGS` clause whose first name is at `start`, the values as written. */
+function settingsClause(tokens: readonly Token[], start: number): [string, string][] {
+  const pairs: [string, string][] = [];
+  let index = start;
+  while (tokens[index] && tokens[index + 1]?.text === "=") {
+    const name = identifierName(tokens[index]!) ?? "";
+    let depth = 0;
+    let end = index + 2;
+    for (; end < tokens.length; end++) {
+      const text = tokens[end]!.text;
+      if (text === "(" || text === "[" || text === "{") depth++;
+      else if (text === ")" || text === "]" || text === "}") depth--;
+      if (depth < 0 || (depth === 0 && (text === "," || text === "FORMAT"))) break;
+    }
+    const value = tokens
+      .slice(index + 2, end)
+      .map((token) => (token.kind === "string" ? stringValue(token) : token.text));
+    pairs.push([name, value.join("")]);
+    if (tokens[end]?.text !== ",") break;
+    index = end + 1;
+  }
+  return pairs;
+}
+
 /** Whether the identifier at `index` follows a dot (`t.system`, `x.default`): a column or a field, no database. */
 function isColumnOf(tokens: readonly Token[], index: number): boolean {
   return tokens[index - 1]?.text === "." && index >= 2 && identifierName(tokens[index - 2]!) !== undefined;
@@ -265,8 +300,9 @@ function isColumnOf(tokens: readonly Token[], index: number): boolean {
 
 function walk(node: AstNode, parent: AstNode | undefined, scope: Scope): void {
   if (node.type === "Function") checkFunction(node, parent, scope);
-  // a table's own settings (CREATE TABLE … SETTINGS) and EXPLAIN's options are no query settings
-  else if (node.type === "Set" && parent?.type !== "Storage" && parent?.type !== "Explain") {
+  // a table's own settings (CREATE TABLE … SETTINGS) and EXPLAIN's options are no query settings; a query's own
+  // SETTINGS clause is checked name by name on the print (checkTokens), as URL settings are
+  else if (node.type === "Set" && !["Storage", "Explain", "SelectQuery", "InsertQuery"].includes(parent?.type ?? "")) {
     throw readonly("Settings cannot be changed in a query here; pass them as URL parameters");
   } else if (ALTER_COMMANDS_REFUSED.test(node.label)) {
     throw denied(`${node.label.slice("AlterCommand ".length)} is not allowed here`);

@@ -119,7 +119,7 @@ async function startQueryPort(
     },
     async stop() {
       await server.stop(true);
-      engine.close();
+      await engine.close();
     },
   };
 }

@@ -243,9 +243,16 @@ describe.skipIf(!embedded)("@clickhouse/client, as a ClickHouse server answers i
     await client.command({ query: "DROP TABLE ins" });
   });
 
-  test("a bare word is a syntax error, as on a server", async () => {
+  test("a bare word is a syntax error, as on a server; a SETTINGS clause of allowed settings runs", async () => {
     const error = await failure(client.query({ query: "foobar" }));
     expect([error!.code, error!.type]).toEqual(["62", "SYNTAX_ERROR"]);
+    const settings = await client.query({
+      query: "SELECT count() AS n FROM numbers(10) SETTINGS max_block_size = 1, max_threads = 1",
+      format: "JSONEachRow",
+    });
+    expect(await settings.json()).toEqual([{ n: 10 }]);
+    const refused = await failure(client.query({ query: "SELECT 1 SETTINGS max_threads = 1000" }));
+    expect(refused!.type).toBe("READONLY");
   });
 });
 

@@ -153,6 +153,46 @@ describe.skipIf(!embedded)("the query port's HTTP interface", () => {
     expect(progress.filter((line) => line.startsWith('{"row"')).length).toBe(10);
   });
 
+  test("system.query_log: each query's start and finish, with the text as sent (no bound values), errors too", async () => {
+    const id = `logged-${crypto.randomUUID()}`;
+    const secret = `secret-${crypto.randomUUID()}`;
+    const text = "SELECT {v:String} AS v FROM numbers(3) \nFORMAT JSON";
+    expect((await post(text, `?query_id=${id}&param_v=${secret}`)).status).toBe(200);
+    const failed = `failed-${crypto.randomUUID()}`;
+    expect((await post("SELECT * FROM no_such_table", `?query_id=${failed}`)).status).toBe(404);
+    await Bun.sleep(1500); // the log is written about once a second
+    const log = await post(
+      `SELECT type, query, query_kind, result_rows, exception_code, initial_query_id = query_id AS initial FROM system.query_log WHERE query_id IN ('${id}', '${failed}') ORDER BY query_id = '${id}' DESC, type FORMAT JSONEachRow`,
+    );
+    const rows = (await log.text())
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line));
+    expect(rows).toEqual([
+      { type: "QueryStart", query: text, query_kind: "Select", result_rows: 0, exception_code: 0, initial: 1 },
+      { type: "QueryFinish", query: text, query_kind: "Select", result_rows: 3, exception_code: 0, initial: 1 },
+      {
+        type: "ExceptionBeforeStart",
+        query: "SELECT * FROM no_such_table",
+        query_kind: "",
+        result_rows: 0,
+        exception_code: 60,
+        initial: 1,
+      },
+    ]);
+    expect(JSON.stringify(rows)).not.toContain(secret);
+  });
+
+  test("format names in any case, as the engine knows them; a SETTINGS clause is checked as URL settings are", async () => {
+    const arrow = await post("SELECT 1 AS x", "?default_format=arrow");
+    expect([arrow.status, arrow.headers.get("x-clickhouse-format")]).toEqual([200, "Arrow"]);
+    const json = await post("SELECT 1 AS x FORMAT jsoneachrow");
+    expect(await json.text()).toBe('{"x":1}\n');
+    // read-only, the engine refuses any change of a setting in the query, as a server does for readonly=1
+    const clause = await post("SELECT 1 SETTINGS max_block_size = 1");
+    expect(clause.headers.get("x-clickhouse-exception-code")).toBe("164");
+  });
+
   test("a query runs within the port's limits, below the write path's priority, read-only", async () => {
     const sql =
       "SELECT getSetting('max_execution_time'), getSetting('max_threads'), getSetting('priority'), getSetting('readonly')";

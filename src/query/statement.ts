@@ -4,6 +4,19 @@ import { type Token, tokens } from "./tokens";
 export interface InlineInsert {
   readonly statement: string;
   readonly data: Uint8Array;
+  /** The text before the data, as the client sent it. */
+  readonly sent: string;
+}
+
+/** As on ClickHouse: the query is the `query` parameter, a line break, and the body. */
+export function queryText(query: string, body: Uint8Array): string {
+  const rest = new TextDecoder().decode(body);
+  return query === "" ? rest : rest === "" ? query : `${query}\n${rest}`;
+}
+
+/** What the query log keeps of a request: its text, up to an INSERT's data. */
+export function sentText(query: string, body: Uint8Array, headBytes: number): string {
+  return splitInsert(query, body, headBytes)?.sent ?? queryText(query, body.subarray(0, headBytes));
 }
 
 /**
@@ -25,7 +38,8 @@ export function splitInsert(query: string, body: Uint8Array, headBytes: number):
   const found = dataStart(head);
   if (found === undefined) return undefined;
   const statement = new TextDecoder().decode(whole.subarray(0, found.statementEnd)) + found.suffix;
-  return { statement, data: whole.subarray(found.dataStart) };
+  const sent = new TextDecoder().decode(whole.subarray(0, found.dataStart));
+  return { statement, data: whole.subarray(found.dataStart), sent };
 }
 
 function dataStart(head: string): { statementEnd: number; suffix: string; dataStart: number } | undefined {

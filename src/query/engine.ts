@@ -160,11 +160,14 @@ export class QueryEngine {
     };
     try {
       releases.push(await this.#places.take());
+      // A session of its own becomes read-only once the statement is checked, so that the settings of its SETTINGS
+      // clause (checked as URL settings are) can be set first; a named one is read-only from its start.
       const session = request.session
         ? this.#namedSession(request.session, request.settings, readonly, releases)
-        : this.#freshSession(request.settings, readonly, releases);
+        : this.#freshSession(request.settings, releases);
       const { session: s, setup } = session;
       await setup;
+      const sealed = request.session !== undefined || !readonly;
       const { access, params } = request;
       const database = this.options.database;
       if (request.database !== undefined && request.database !== database) {
@@ -173,9 +176,14 @@ export class QueryEngine {
       }
       const inline = readonly ? undefined : splitInsert(request.query, request.body, MAX_QUERY_BYTES);
       const text = inline?.statement ?? queryText(request.query, request.body);
-      const checkSetting = (name: string, value: string) =>
+      const clause: [string, string][] = [];
+      const checkSetting = (name: string, value: string) => {
         checkSettings({ [name]: value }, this.options, this.settingTypes, readonly);
+        clause.push([name, value]);
+      };
       const inspected = await inspect(s, { text, params, access, database, checkSetting });
+      if (!sealed)
+        await run(s, `${clause.map(([name, value]) => `SET ${name} = ${literal(value)}; `).join("")}SET readonly = 1`);
       if (inline !== undefined && inspected.statement === "InsertQuery") {
         return await this.#insert(s, inspected, inline.data, release);
       }
@@ -246,11 +254,11 @@ export class QueryEngine {
     }
   }
 
-  /** A session for one query, with the limits, the client's settings and, last, `readonly`. */
-  #freshSession(settings: Readonly<Record<string, string>>, readonly: boolean, releases: (() => void)[]) {
+  /** A session for one query, with the limits and the client's settings; `run` makes it read-only where it must be. */
+  #freshSession(settings: Readonly<Record<string, string>>, releases: (() => void)[]) {
     const session = new this.Session(this.options.dataDir);
     releases.push(() => session.close());
-    return { session, setup: run(session, sessionSetup(this.options, settings, readonly)) };
+    return { session, setup: run(session, sessionSetup(this.options, settings, false)) };
   }
 
   /**

@@ -98,5 +98,5 @@ export class QueryError extends Error {
  * and the positions in the message are already those of the client's own text.
  */
 function cleaned(text: string): string {
-  return text.replace(/:? In scope SELECT formatQuerySingleLine\([\s\S]*\) AS databases\.? \(/, " (").trim();
+  return text.replace(/:? In scope SELECT formatQuerySingleLine\([\s\S]*\) AS \w+\.? \(/, " (").trim();
 }

@@ -5,9 +5,11 @@
  * - row formats, whose blocks simply follow each other, stream as they come (bounded memory);
  * - row formats with a header (`*WithNames`, `*WithNamesAndTypes`) stream too, each block after the first without
  *   its header;
+ * - the progress formats (`JSONEachRowWithProgress` and its kin) stream, their `meta` line once; the engine's
+ *   stream has no progress rows;
  * - every other format (JSON and its variants with `rows`, `statistics`, `totals` and `rows_before_limit_at_least`;
- *   XML; Parquet, Arrow, ORC, Avro; Pretty, Markdown, Vertical; the progress formats) is formatted once, over the
- *   whole result, which the port then holds (at most `QUERY_MAX_RESULT_MIB`).
+ *   XML; Parquet, Arrow, ORC, Avro; Pretty, Markdown, Vertical) is formatted once, over the whole result, which the
+ *   port then holds (at most `QUERY_MAX_RESULT_MIB`).
  */
 export type Framing =
   | { readonly kind: "rows" }
@@ -59,10 +61,17 @@ export function framingOf(format: string): Framing {
     const lines = text[2] ? 2 : 1;
     return { kind: "header", header: (block) => (text[1] === "csv" ? csvRecords : textLines)(block, lines) };
   }
+  // the progress formats open each block's output with a line of the columns' names and types
+  if (/^json(compact)?(strings)?eachrowwithprogress$/.test(name)) {
+    return { kind: "header", header: (block) => (startsWith(block, '{"meta"') ? textLines(block, 1) : 0) };
+  }
   const binary = /^rowbinarywithnames(andtypes)?$/.exec(name);
   if (binary) return { kind: "header", header: (block) => rowBinaryHeader(block, binary[1] ? 2 : 1) };
   return { kind: "whole" };
 }
+
+const startsWith = (block: Uint8Array, text: string) =>
+  Buffer.from(block.buffer, block.byteOffset, Math.min(block.byteLength, text.length)).toString() === text;
 
 /** The length of the first `count` lines (text formats escape line breaks in names and types). */
 function textLines(block: Uint8Array, count: number): number {

@@ -61,8 +61,9 @@ export const QUERY_LOG = `${PORT_VIEWS_DATABASE}.query_log`;
  * because `EXPLAIN AST` prints one node a line.
  */
 export async function inspect(session: Session, request: InspectRequest): Promise<Inspected> {
-  const { line, formatted, databases } = await print(session, bindParams(request.text, request.params));
-  const scope = scopeOf(request.access, request.database, databases, request.checkSetting);
+  const printed = await print(session, bindParams(request.text, request.params));
+  const { line, formatted } = printed;
+  const scope = scopeOf(request.access, request.database, printed, request.checkSetting);
   if (hasLineBreakInIdentifier(line)) {
     throw QueryError.of("SYNTAX_ERROR", "Identifiers with line breaks are not accepted here");
   }
@@ -108,13 +109,16 @@ interface Printed {
   /** Formatted: a clause a line. */
   readonly formatted: string;
   readonly databases: [string, string][];
+  /** The system tables the engine has. */
+  readonly systemTables: string[];
 }
 
 async function print(session: Session, text: string): Promise<Printed> {
   const quoted = literal(text);
   const printed = await session.queryAsync(
     `SELECT formatQuerySingleLine(${quoted}) AS line, formatQuery(${quoted}) AS formatted, ` +
-      "(SELECT groupArray((name, engine)) FROM system.databases) AS databases",
+      "(SELECT groupArray((name, engine)) FROM system.databases) AS databases, " +
+      "(SELECT groupArray(name) FROM system.tables WHERE database = 'system') AS systemTables",
     { format: "JSONEachRow" },
   );
   return JSON.parse(printed.text()) as Printed;
@@ -122,9 +126,8 @@ async function print(session: Session, text: string): Promise<Printed> {
 
 /** Refuses a database a request may not make its current one (the `database` parameter). */
 export async function checkDatabase(session: Session, name: string, access: Access, database: string) {
-  const { databases } = await print(session, "SELECT 1");
   checkUsable(
     name,
-    scopeOf(access, database, databases, () => {}),
+    scopeOf(access, database, await print(session, "SELECT 1"), () => {}),
   );
 }

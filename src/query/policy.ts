@@ -23,6 +23,8 @@ export interface Scope {
    * Overlay above all, and the port's own views) whatever else was created through the port.
    */
   readonly otherDatabases: ReadonlySet<string>;
+  /** System tables a query may not name: every one the engine has that `SYSTEM_TABLES` does not list. */
+  readonly hiddenSystemTables: ReadonlySet<string>;
   /** Refuses a setting of a `SETTINGS` clause as the URL's settings are refused (settings.ts). */
   readonly checkSetting: (name: string, value: string) => void;
 }
@@ -34,13 +36,15 @@ const SYSTEM_DATABASES = new Set(["system", "information_schema", "INFORMATION_S
 export function scopeOf(
   access: Access,
   database: string,
-  databases: readonly [string, string][],
+  engine: { readonly databases: readonly [string, string][]; readonly systemTables: readonly string[] },
   checkSetting: Scope["checkSetting"],
 ): Scope {
+  const { databases, systemTables } = engine;
   const reachable = (name: string, engine: string) =>
     name === database || SYSTEM_DATABASES.has(name) || (access === "write" && engine === "Atomic");
   const other = databases.filter(([name, engine]) => !reachable(name, engine)).map(([name]) => name);
-  return { access, database, otherDatabases: new Set(other), checkSetting };
+  const hiddenSystemTables = new Set(systemTables.filter((name) => !SYSTEM_TABLES.has(name)));
+  return { access, database, otherDatabases: new Set(other), hiddenSystemTables, checkSetting };
 }
 
 /** Refuses a database a query may not make its current one (`USE`, the `database` parameter). */
@@ -246,8 +250,9 @@ function checkTokens(tokens: readonly Token[], statement: string, scope: Scope):
       throw denied(`Database ${name} is not accessible here`);
     }
     if (name === "system" && next?.text === "." && !isColumnOf(tokens, index)) {
+      // one the engine does not have is no secret: the engine answers for it (EXISTS is 0, a read UNKNOWN_TABLE)
       const table = tokens[index + 2] && identifierName(tokens[index + 2]!);
-      if (table === undefined || !SYSTEM_TABLES.has(table)) {
+      if (table === undefined || scope.hiddenSystemTables.has(table)) {
         throw denied(`Table system.${(table ?? "").slice(0, 100)} is not accessible here`);
       }
     }

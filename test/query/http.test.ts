@@ -188,9 +188,13 @@ describe.skipIf(!embedded)("the query port's HTTP interface", () => {
     expect([arrow.status, arrow.headers.get("x-clickhouse-format")]).toEqual([200, "Arrow"]);
     const json = await post("SELECT 1 AS x FORMAT jsoneachrow");
     expect(await json.text()).toBe('{"x":1}\n');
-    // read-only, the engine refuses any change of a setting in the query, as a server does for readonly=1
-    const clause = await post("SELECT 1 SETTINGS max_block_size = 1");
-    expect(clause.headers.get("x-clickhouse-exception-code")).toBe("164");
+    const clause = await post("SELECT getSetting('max_block_size') SETTINGS max_block_size = 7");
+    expect(await clause.text()).toBe("7\n");
+    const refused = await post("SELECT 1 SETTINGS max_threads = 1000");
+    expect(refused.headers.get("x-clickhouse-exception-code")).toBe("164");
+    // a named session is read-only from its start: as on a server's readonly=1, a SETTINGS clause is refused there
+    const session = await post("SELECT 1 SETTINGS max_block_size = 7", `?session_id=s-${crypto.randomUUID()}`);
+    expect(session.headers.get("x-clickhouse-exception-code")).toBe("164");
   });
 
   test("a query runs within the port's limits, below the write path's priority, read-only", async () => {

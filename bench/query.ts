@@ -1,8 +1,9 @@
 /**
  * `npm run bench query`: does reading the data slow its writing? The `http` load on a service with a query port,
- * in turns without and with a client that loops a heavy scan (a group-by over all events) on that port, A B B A
- * over `BENCH_ROUNDS` rounds; and the scan's own latency, quiet (no load) against under load. Targets: ingest
- * keeps at least 0.7 of its rate, and its p99 at most doubles.
+ * in turns without and with queries on that port, A B B A over `BENCH_ROUNDS` rounds, for two kinds of queries: a
+ * client that loops a heavy scan (a group-by over all events), and a flood of `FLOOD` clients each looping a query
+ * that sleeps (every place taken, the rest waiting or refused); and the scan's own latency, quiet (no load)
+ * against under load. Targets: ingest keeps at least 0.7 of its rate, and its p99 at most doubles.
  */
 import { join } from "node:path";
 import { drive, fmt, type LoadResult, latencyMs, printLoad, startService, stop } from "./harness";
@@ -14,21 +15,75 @@ const PASSWORD = "bench-query";
 const HEAVY =
   "SELECT distinct_id, count() AS n, uniqExact(session_id) AS sessions FROM events GROUP BY distinct_id ORDER BY n DESC LIMIT 10";
 
-/** Runs `HEAVY` on the query port until `stopped()`, and returns each run's milliseconds. */
-async function scanLoop(url: string, stopped: () => boolean, times = Number.POSITIVE_INFINITY): Promise<number[]> {
+/** Clients of the flood, each looping `SLEEP`: more than the port's places and its waiting line together. */
+const FLOOD = 70;
+const SLEEP = "SELECT sleep(2)";
+
+/**
+ * Runs `sql` on the query port until `stopped()`, and returns each answered run's milliseconds; with `refusals`
+ * counted, a refused one (no place free) is tried again, as a client would.
+ */
+async function queryLoop(
+  url: string,
+  sql: string,
+  stopped: () => boolean,
+  times = Number.POSITIVE_INFINITY,
+  refusals?: { count: number },
+): Promise<number[]> {
   const took: number[] = [];
   while (!stopped() && took.length < times) {
     const started = performance.now();
     const response = await fetch(url, {
       method: "POST",
-      body: HEAVY,
+      body: sql,
       headers: { authorization: `Basic ${btoa(`default:${PASSWORD}`)}` },
     });
     const text = await response.text();
-    if (!response.ok) throw new Error(`query port: ${response.status} ${text}`);
-    took.push(performance.now() - started);
+    if (refusals && response.headers.get("x-clickhouse-exception-code") === "202") refusals.count++;
+    else if (!response.ok) throw new Error(`query port: ${response.status} ${text}`);
+    else took.push(performance.now() - started);
   }
   return took;
+}
+
+/**
+ * The load without and with `queries` running beside it, A B B A over `ROUNDS` rounds, and the ratios of its rate
+ * and p99; `queries` runs until told to stop and says what it did.
+ */
+async function compare(
+  service: Parameters<typeof drive>[0],
+  bodiesFile: string,
+  name: string,
+  queries: (stopped: () => boolean) => Promise<string>,
+): Promise<void> {
+  const quiet: LoadResult[] = [];
+  const loaded: LoadResult[] = [];
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const withQueries of round % 2 === 1 ? [false, true] : [true, false]) {
+      if (!withQueries) {
+        const result = await drive(service, bodiesFile);
+        printLoad(`round ${round}, no queries`, result);
+        quiet.push(result);
+        continue;
+      }
+      let done = false;
+      const running = queries(() => done);
+      const result = await drive(service, bodiesFile);
+      done = true;
+      const said = await running;
+      printLoad(`round ${round}, ${name}`, result);
+      console.log(`  ${"".padEnd(16)} ${said}`);
+      loaded.push(result);
+    }
+  }
+  const rates = quiet.map((result, i) => loaded[i]!.rate / result.rate);
+  const p99s = quiet.map((result, i) => latencyMs(loaded[i]!.latency.p99) / latencyMs(result.latency.p99));
+  const mean = (values: number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
+  console.log(
+    `bench query: ingest with ${name} on the query port, against without, by round: rate ` +
+      `${rates.map((r) => `×${r.toFixed(2)}`).join(", ")} (mean ×${mean(rates).toFixed(2)}; target ≥ 0.7), p99 ` +
+      `${p99s.map((r) => `×${r.toFixed(2)}`).join(", ")} (mean ×${mean(p99s).toFixed(2)}; target ≤ 2)`,
+  );
 }
 
 const median = (values: readonly number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
@@ -40,42 +95,24 @@ export async function runQuery(work: string): Promise<void> {
   try {
     const warmUp = await drive(service, bodiesFile); // and a table to scan
     printLoad("warm-up", warmUp);
-    const quietBefore = await scanLoop(queryUrl, () => false, 5);
-    const quiet: LoadResult[] = [];
-    const loaded: LoadResult[] = [];
+    const quietBefore = await queryLoop(queryUrl, HEAVY, () => false, 5);
     const underLoad: number[] = [];
-    for (let round = 1; round <= ROUNDS; round++) {
-      for (const withQueries of round % 2 === 1 ? [false, true] : [true, false]) {
-        if (!withQueries) {
-          const result = await drive(service, bodiesFile);
-          printLoad(`round ${round}, no queries`, result);
-          quiet.push(result);
-          continue;
-        }
-        let done = false;
-        const loop = scanLoop(queryUrl, () => done);
-        const result = await drive(service, bodiesFile);
-        done = true;
-        const took = await loop;
-        underLoad.push(...took);
-        printLoad(`round ${round}, scans`, result);
-        console.log(`  ${"".padEnd(16)} ${took.length} scans during the load, median ${fmt(median(took))} ms`);
-        loaded.push(result);
-      }
-    }
-    const quietAfter = await scanLoop(queryUrl, () => false, 5);
-    const rates = quiet.map((result, i) => loaded[i]!.rate / result.rate);
-    const p99s = quiet.map((result, i) => latencyMs(loaded[i]!.latency.p99) / latencyMs(result.latency.p99));
-    const mean = (values: number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
-    console.log(
-      `bench query: ingest with a scan looping on the query port, against without, by round: rate ` +
-        `${rates.map((r) => `×${r.toFixed(2)}`).join(", ")} (mean ×${mean(rates).toFixed(2)}; target ≥ 0.7), p99 ` +
-        `${p99s.map((r) => `×${r.toFixed(2)}`).join(", ")} (mean ×${mean(p99s).toFixed(2)}; target ≤ 2)`,
-    );
+    await compare(service, bodiesFile, "scans", async (stopped) => {
+      const took = await queryLoop(queryUrl, HEAVY, stopped);
+      underLoad.push(...took);
+      return `${took.length} scans during the load, median ${fmt(median(took))} ms`;
+    });
+    const quietAfter = await queryLoop(queryUrl, HEAVY, () => false, 5);
     console.log(
       `  the scan: quiet ${fmt(median(quietBefore))} ms before the loads and ${fmt(median(quietAfter))} ms after ` +
         `(the table grew), ${fmt(median(underLoad))} ms under load (median of ${underLoad.length})`,
     );
+    await compare(service, bodiesFile, `a flood of ${FLOOD} clients`, async (stopped) => {
+      const refusals = { count: 0 };
+      const loops = Array.from({ length: FLOOD }, () => queryLoop(queryUrl, SLEEP, stopped, Infinity, refusals));
+      const answered = (await Promise.all(loops)).flat().length;
+      return `${answered} sleeps answered, ${refusals.count} refused (no place free) during the load`;
+    });
   } finally {
     await stop(service);
   }

@@ -18,6 +18,9 @@ const HEAVY =
 /** Clients of the flood, each looping `SLEEP`: more than the port's places and its waiting line together. */
 const FLOOD = 70;
 const SLEEP = "SELECT sleep(2)";
+const REFUSED_BACKOFF_MS = 100;
+/** Which query loads run (`scan`, `flood`; both by default). */
+const KINDS = (process.env.BENCH_QUERIES ?? "scan,flood").split(",");
 
 /**
  * Runs `sql` on the query port until `stopped()`, and returns each answered run's milliseconds; with `refusals`
@@ -39,8 +42,10 @@ async function queryLoop(
       headers: { authorization: `Basic ${btoa(`default:${PASSWORD}`)}` },
     });
     const text = await response.text();
-    if (refusals && response.headers.get("x-clickhouse-exception-code") === "202") refusals.count++;
-    else if (!response.ok) throw new Error(`query port: ${response.status} ${text}`);
+    if (refusals && response.headers.get("x-clickhouse-exception-code") === "202") {
+      refusals.count++;
+      await Bun.sleep(REFUSED_BACKOFF_MS); // as a client backs off before it tries again
+    } else if (!response.ok) throw new Error(`query port: ${response.status} ${text}`);
     else took.push(performance.now() - started);
   }
   return took;
@@ -95,25 +100,32 @@ export async function runQuery(work: string): Promise<void> {
   try {
     const warmUp = await drive(service, bodiesFile); // and a table to scan
     printLoad("warm-up", warmUp);
-    const quietBefore = await queryLoop(queryUrl, HEAVY, () => false, 5);
-    const underLoad: number[] = [];
-    await compare(service, bodiesFile, "scans", async (stopped) => {
-      const took = await queryLoop(queryUrl, HEAVY, stopped);
-      underLoad.push(...took);
-      return `${took.length} scans during the load, median ${fmt(median(took))} ms`;
-    });
-    const quietAfter = await queryLoop(queryUrl, HEAVY, () => false, 5);
-    console.log(
-      `  the scan: quiet ${fmt(median(quietBefore))} ms before the loads and ${fmt(median(quietAfter))} ms after ` +
-        `(the table grew), ${fmt(median(underLoad))} ms under load (median of ${underLoad.length})`,
-    );
-    await compare(service, bodiesFile, `a flood of ${FLOOD} clients`, async (stopped) => {
-      const refusals = { count: 0 };
-      const loops = Array.from({ length: FLOOD }, () => queryLoop(queryUrl, SLEEP, stopped, Infinity, refusals));
-      const answered = (await Promise.all(loops)).flat().length;
-      return `${answered} sleeps answered, ${refusals.count} refused (no place free) during the load`;
-    });
+    if (KINDS.includes("scan")) await scans(service, bodiesFile, queryUrl);
+    if (KINDS.includes("flood")) {
+      await compare(service, bodiesFile, `a flood of ${FLOOD} clients`, async (stopped) => {
+        const refusals = { count: 0 };
+        const loops = Array.from({ length: FLOOD }, () => queryLoop(queryUrl, SLEEP, stopped, Infinity, refusals));
+        const answered = (await Promise.all(loops)).flat().length;
+        return `${answered} sleeps answered, ${refusals.count} refused (no place free) during the load`;
+      });
+    }
   } finally {
     await stop(service);
   }
+}
+
+/** The scan looping beside the load, and its own latency quiet and under load. */
+async function scans(service: Parameters<typeof drive>[0], bodiesFile: string, queryUrl: string): Promise<void> {
+  const quietBefore = await queryLoop(queryUrl, HEAVY, () => false, 5);
+  const underLoad: number[] = [];
+  await compare(service, bodiesFile, "scans", async (stopped) => {
+    const took = await queryLoop(queryUrl, HEAVY, stopped);
+    underLoad.push(...took);
+    return `${took.length} scans during the load, median ${fmt(median(took))} ms`;
+  });
+  const quietAfter = await queryLoop(queryUrl, HEAVY, () => false, 5);
+  console.log(
+    `  the scan: quiet ${fmt(median(quietBefore))} ms before the loads and ${fmt(median(quietAfter))} ms after ` +
+      `(the table grew), ${fmt(median(underLoad))} ms under load (median of ${underLoad.length})`,
+  );
 }

@@ -150,10 +150,11 @@ const ENGINES =
   /^(?:(?:Replacing|Summing|Aggregating|Collapsing|VersionedCollapsing|Coalescing)?MergeTree|Memory|Log|TinyLog|StripeLog|Null|Set|Join|Buffer|Merge|EmbeddedRocksDB|GenerateRandom)$/;
 
 /**
- * Scalar functions that read files (`file`, CatBoost models), dictionaries (whose sources are files or servers), or
- * the process itself (introspection, also off on the session).
+ * Scalar functions that read files (`file`, CatBoost models), dictionaries (whose sources are files or servers), the
+ * process itself (introspection, also off on the session), or the server's configuration (its paths).
  */
-const FUNCTIONS_REFUSED = /^(?:file|catboostevaluate|modelevaluate|dict.*|addresstoline\w*|addresstosymbol|demangle)$/;
+const FUNCTIONS_REFUSED =
+  /^(?:file|catboostevaluate|modelevaluate|dict.*|addresstoline\w*|addresstosymbol|demangle|getserversetting)$/;
 
 /** Functions whose string arguments name a database or a table. */
 const NAMING_FUNCTIONS = /^(?:joinget|joingetornull|hascolumnintable)$/;

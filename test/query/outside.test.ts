@@ -251,6 +251,7 @@ describe.skipIf(!embedded)("the query port reaches nothing outside the database"
       { sql: "SELECT addressToSymbol(toUInt64(1))" },
       { sql: "SELECT addressToLine(toUInt64(1))" },
       { sql: "SELECT demangle('x')" },
+      { sql: "SELECT getServerSetting('user_files_path')" },
       { sql: "SELECT * FROM system.symbols" },
       { sql: "SELECT * FROM system.server_settings" },
       { sql: "SELECT * FROM system.build_options" },

@@ -11,7 +11,14 @@ import { type LoggedQuery, QueryLog } from "./log";
 import type { SessionParams } from "./params";
 import type { Access } from "./policy";
 import { NamedSession, NamedSessions, Places } from "./sessions";
-import { checkSettings, limitSettings, MAX_QUERY_BYTES, type QueryLimits, type SettingTypes } from "./settings";
+import {
+  checkSettings,
+  limitSettings,
+  MAX_QUERY_BYTES,
+  type QueryLimits,
+  type SettingTypes,
+  SQL_VALUED,
+} from "./settings";
 import { queryText, splitInsert } from "./statement";
 
 export interface QueryEngineOptions extends QueryLimits {
@@ -154,6 +161,12 @@ export class QueryEngine {
   async run(request: QueryRequest): Promise<RunningQuery> {
     const readonly = request.access === "read";
     checkSettings(request.settings, this.options, this.settingTypes, readonly);
+    // SQL-valued settings are set only once checked, just before the statement runs: on the session before, they
+    // would filter the port's own queries (the catalogue it checks against among them)
+    const sqlSettings = Object.entries(request.settings).filter(([name]) => SQL_VALUED.has(name));
+    if (sqlSettings.length > 0 && request.session !== undefined) {
+      throw QueryError.of("READONLY", `${sqlSettings[0]![0]} cannot be set on a named session here`);
+    }
     const releases: (() => void)[] = [];
     const release = () => {
       for (const step of releases.splice(0).reverse()) step();
@@ -167,7 +180,6 @@ export class QueryEngine {
         : this.#freshSession(request.settings, releases);
       const { session: s, setup } = session;
       await setup;
-      const sealed = request.session !== undefined || !readonly;
       const { access, params } = request;
       const database = this.options.database;
       if (request.database !== undefined && request.database !== database) {
@@ -182,8 +194,12 @@ export class QueryEngine {
         clause.push([name, value]);
       };
       const inspected = await inspect(s, { text, params, access, database, checkSetting });
-      if (!sealed)
-        await run(s, `${clause.map(([name, value]) => `SET ${name} = ${literal(value)}; `).join("")}SET readonly = 1`);
+      await this.#checkSqlSettings([...sqlSettings, ...clause], s);
+      if (request.session === undefined) {
+        const finish = [...clause, ...sqlSettings].map(([name, value]) => `SET ${name} = ${literal(value)}`);
+        if (readonly) finish.push("SET readonly = 1");
+        if (finish.length > 0) await run(s, finish.join("; "));
+      }
       if (inline !== undefined && inspected.statement === "InsertQuery") {
         return await this.#insert(s, inspected, inline.data, release);
       }
@@ -230,6 +246,29 @@ export class QueryEngine {
   async close(): Promise<void> {
     this.#named.closeAll();
     await this.log.close();
+  }
+
+  /**
+   * The SQL of `additional_table_filters` and `additional_result_filter` put through the policy as the WHERE of a
+   * query, each filter alone: what the engine will add to the query is what was checked. On a session that has
+   * none of them set.
+   */
+  async #checkSqlSettings(settings: readonly [string, string][], s: Session): Promise<void> {
+    const refuse = (name: string) => () => {
+      throw QueryError.of("READONLY", `A filter of ${name} may not change settings`);
+    };
+    for (const [name, value] of settings.filter(([setting]) => SQL_VALUED.has(setting))) {
+      const filters = name === "additional_result_filter" ? [value] : await mapValues(s, value);
+      for (const filter of filters) {
+        await inspect(s, {
+          text: `SELECT 1 WHERE ${filter}`,
+          params: {},
+          access: "read",
+          database: this.options.database,
+          checkSetting: refuse(name),
+        });
+      }
+    }
   }
 
   /**
@@ -303,11 +342,19 @@ function sessionSetup(
   settings: Readonly<Record<string, string>>,
   readonly: boolean,
 ): string {
-  const chosen = Object.entries(settings).filter(([name]) => name !== "readonly");
+  // readonly comes last; SQL-valued settings only once checked, just before the statement runs (run)
+  const chosen = Object.entries(settings).filter(([name]) => name !== "readonly" && !SQL_VALUED.has(name));
   const assignments = [...Object.entries(limitSettings(options)), ...chosen].map(
     ([name, value]) => `${name} = ${typeof value === "number" ? value : literal(value)}`,
   );
   return `SET ${assignments.join(", ")}; USE ${identifier(options.database)}${readonly ? "; SET readonly = 1" : ""}`;
+}
+
+/** The values of a `Map(String, String)` in its text form, as the engine reads it. */
+async function mapValues(session: Session, text: string): Promise<string[]> {
+  const sql = `SELECT arrayJoin(mapValues(m)) FROM format(TSV, 'm Map(String, String)', ${literal(text)})`;
+  const rows = (await session.queryAsync(sql, { format: "JSONCompactEachRow" })).text().trim();
+  return rows === "" ? [] : rows.split("\n").map((line) => (JSON.parse(line) as [string])[0]);
 }
 
 async function run(session: Session, sql: string): Promise<void> {

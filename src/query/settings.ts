@@ -3,9 +3,9 @@ import { QueryError } from "./errors";
 /**
  * Which settings a client may give a query (as URL parameters; `SET` and `SETTINGS` are refused by the policy).
  * Deny by default: a setting is accepted only when it is named below, or is a format setting whose value the
- * engine types as a number, a flag, a character or a word from a fixed set. Everything else is refused, among
- * them what reaches beyond the database or the port's limits: SQL-valued settings (`additional_table_filters`,
- * `additional_result_filter`), paths and URLs (`format_schema`, `input_format_record_errors_file_path`,
+ * engine types as a number, a flag, a character or a word from a fixed set, or is SQL-valued and its SQL passes
+ * the policy (`SQL_VALUED`). Everything else is refused, among them what reaches beyond the database or the
+ * port's limits: paths and URLs (`format_schema`, `input_format_record_errors_file_path`,
  * `format_avro_schema_registry_url`), introspection, logging (`send_logs_level`), thread priorities
  * (`os_thread_priority`, `priority`), quotas and access (`readonly`, `allow_ddl`).
  * See docs/query.md#settings.
@@ -189,12 +189,18 @@ const EVALUATES_SQL = new Set([
   "input_format_values_accurate_types_of_literals",
 ]);
 
+/**
+ * Settings whose values are SQL that the engine adds to a query (a filter on each table read, or on the result):
+ * allowed only once that SQL passes the same policy as a query (`QueryEngine`), never as they come.
+ */
+export const SQL_VALUED = new Set(["additional_table_filters", "additional_result_filter"]);
+
 /** Each setting the engine knows, with the type of its value (`system.settings`). */
 export type SettingTypes = ReadonlyMap<string, string>;
 
 /** Whether a client may set `name` (to a value the engine then checks), by the rules above. */
 export function isAllowedSetting(name: string, types: SettingTypes): boolean {
-  if (NAMED.has(name) || name in LOWER_ONLY) return types.has(name);
+  if (NAMED.has(name) || name in LOWER_ONLY || SQL_VALUED.has(name)) return types.has(name);
   if (!FORMAT_FAMILY.test(name) || EVALUATES_SQL.has(name)) return false;
   const type = types.get(name);
   return type !== undefined && (PLAIN_TYPES.test(type) || PLAIN_STRINGS.has(name));

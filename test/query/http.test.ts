@@ -197,6 +197,22 @@ describe.skipIf(!embedded)("the query port's HTTP interface", () => {
     expect(session.headers.get("x-clickhouse-exception-code")).toBe("164");
   });
 
+  test("SQL-valued settings run once their SQL passes the policy, and never filter the port's own checks", async () => {
+    const search = (settings: Record<string, string>) => `?${new URLSearchParams(settings)}`;
+    const tables = { additional_table_filters: "{'numbers': 'number % 2 = 0'}" };
+    expect(await (await post("SELECT count() FROM numbers(10) AS numbers", search(tables))).text()).toBe("5\n");
+    const result = { additional_result_filter: "x > 7" };
+    expect(await (await post("SELECT number AS x FROM numbers(10)", search(result))).text()).toBe("8\n9\n");
+    const clause = await post("SELECT number AS x FROM numbers(10) SETTINGS additional_result_filter = 'x < 2'");
+    expect(await clause.text()).toBe("0\n1\n");
+    // a filter that hides the catalogue the port checks against hides nothing from the port
+    const hiding = { additional_table_filters: "{'system.tables': '0', 'system.databases': '0'}" };
+    const hidden = await post("SELECT count() FROM system.stack_trace", search(hiding));
+    expect(hidden.headers.get("x-clickhouse-exception-code")).toBe("497");
+    const session = await post("SELECT 1", `${search(result)}&session_id=s-${crypto.randomUUID()}`);
+    expect(session.headers.get("x-clickhouse-exception-code")).toBe("164"); // not on a named session
+  });
+
   test("a query runs within the port's limits, below the write path's priority, read-only", async () => {
     const sql =
       "SELECT getSetting('max_execution_time'), getSetting('max_threads'), getSetting('priority'), getSetting('readonly')";

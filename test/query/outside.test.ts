@@ -53,10 +53,11 @@ class Outside {
     return [CANARY, "root:x:0:0", PASSWORD, "PATH=/", '"name": "ingest"'].some((secret) => text.includes(secret));
   }
 
-  /** What must hold after every attack. */
-  untouched(): void {
+  /** What must hold after every attack: also the folder the engine's file paths point at stays empty. */
+  untouched(dataDir?: string): void {
     expect(this.hits).toEqual({ http: 0, tcp: 0 });
     expect(readdirSync(this.watched)).toEqual([]);
+    if (dataDir !== undefined) expect(readdirSync(join(dataDir, "empty"))).toEqual([]);
     expect(readdirSync(this.canaryDir)).toEqual(["canary.csv"]);
     expect(readFileSync(this.canary, "utf8")).toBe(`${CANARY},1\n`);
   }
@@ -136,7 +137,7 @@ describe.skipIf(!embedded)("the query port reaches nothing outside the database"
       if (problem !== undefined) wrong.push(`${JSON.stringify(attack).slice(0, 200)} → ${problem}`);
     }
     expect(wrong).toEqual([]);
-    outside.untouched();
+    outside.untouched(service.config.clickhouse.kind === "embedded" ? service.config.clickhouse.dataDir : undefined);
   }
 
   /** Arguments that point a table function, engine or source at the canary, the listeners and the watched folder. */
@@ -278,6 +279,8 @@ describe.skipIf(!embedded)("the query port reaches nothing outside the database"
       ...attacks,
       { sql: `INSERT INTO events FROM INFILE '${outside.canary}' FORMAT CSV` },
       { sql: `INSERT INTO _local.\`${outside.watched}/x.csv\` (a, b) SELECT 1, 2` },
+      { sql: `INSERT INTO \`${outside.watched}/x.csv\` (a, b) SELECT 1, 2` },
+      { sql: `INSERT INTO \`${outside.watched}/x.csv\` FORMAT CSV\n1,2\n` },
       { sql: `CREATE TABLE c AS _local.\`${outside.canary}\`` },
       { sql: `RENAME TABLE events TO _local.\`${outside.watched}/x\`` },
       { sql: "CREATE TABLE c AS system.stack_trace" },

@@ -1,5 +1,5 @@
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { existsSync, lstatSync, mkdirSync, readlinkSync, unlinkSync, writeFileSync } from "node:fs";
+import { basename, join, resolve } from "node:path";
 import type { Session } from "chdb";
 import { detachStdin } from "../../stdin";
 import { prepareEmbeddedEngine } from "./unpack";
@@ -66,12 +66,24 @@ export async function openEmbeddedEngine(dataDir: string, nativeCacheDir: string
 
 /**
  * With the Overlay renamed, `default` is loaded from the data directory like any database, and the engine will not
- * start without it. A directory the Overlay already used has it (`metadata/default`, its tables); a new one gets
- * the metadata an Atomic database is attached with.
+ * start without it: `metadata/default.sql` names it an Atomic database with the UUID of its folder in `store/`.
+ *
+ * The engine gives the Overlay's own Atomic part the UUID that the `metadata/default` symlink points at, which an
+ * Atomic `default` database makes (for convenience only: it finds its tables by its UUID) at every start, so that
+ * at the next start two databases claim one UUID and the engine aborts. The symlink is removed before the engine
+ * starts. A directory the Overlay used as `default` has the symlink and no `default.sql`: its UUID is kept, so
+ * `default` keeps its tables.
  */
 function ensureDefaultDatabase(dataDir: string): void {
   const metadata = join(dataDir, "metadata");
-  if (existsSync(join(metadata, "default.sql")) || existsSync(join(metadata, "default"))) return;
-  mkdirSync(metadata, { recursive: true });
-  writeFileSync(join(metadata, "default.sql"), `ATTACH DATABASE _ UUID '${crypto.randomUUID()}'\nENGINE = Atomic\n`);
+  const definition = join(metadata, "default.sql");
+  const symlink = join(metadata, "default");
+  const linked = lstatSync(symlink, { throwIfNoEntry: false })?.isSymbolicLink()
+    ? basename(readlinkSync(symlink))
+    : undefined;
+  if (!existsSync(definition)) {
+    mkdirSync(metadata, { recursive: true });
+    writeFileSync(definition, `ATTACH DATABASE _ UUID '${linked ?? crypto.randomUUID()}'\nENGINE = Atomic\n`);
+  }
+  if (linked !== undefined) unlinkSync(symlink);
 }

@@ -193,7 +193,8 @@ export class QueryEngine {
         checkSettings({ [name]: value }, this.options, this.settingTypes, readonly);
         clause.push([name, value]);
       };
-      const inspected = await inspect(s, { text, params, access, database, checkSetting });
+      const isQuerySetting = (name: string) => this.settingTypes.has(name);
+      const inspected = await inspect(s, { text, params, access, database, checkSetting, isQuerySetting });
       await this.#checkSqlSettings([...sqlSettings, ...clause], s);
       if (request.session === undefined) {
         const finish = [...clause, ...sqlSettings].map(([name, value]) => `SET ${name} = ${literal(value)}`);
@@ -266,6 +267,7 @@ export class QueryEngine {
           access: "read",
           database: this.options.database,
           checkSetting: refuse(name),
+          isQuerySetting: () => true,
         });
       }
     }
@@ -287,6 +289,11 @@ export class QueryEngine {
         { format: "TSVRaw" },
       );
       return finished(inspected.statement, result.rowsRead);
+    } catch (error) {
+      // the engine names the file it read: the body it came from, to the client
+      const engineError = error instanceof QueryError ? error : QueryError.fromEngine(error);
+      const text = engineError.text.replaceAll(path, "(the request body)");
+      throw new QueryError(engineError.code, engineError.type, text);
     } finally {
       rmSync(path, { force: true });
       release();

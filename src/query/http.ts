@@ -79,7 +79,7 @@ class QueryExchange {
   readonly #startedAt = new Date();
   #user = "default";
   /** What the query log keeps: set once the request is authenticated and read. */
-  #logged: { text: string; database: string } | undefined;
+  #logged: { text: string; database: string; bound: boolean } | undefined;
   #queryId: string;
   #statement: string | undefined;
   /** Marks an error written into a result already under way, as ClickHouse (25.11 and later) does. */
@@ -112,6 +112,7 @@ class QueryExchange {
       this.#logged = {
         text: sentText(params.query, body, MAX_QUERY_BYTES),
         database: params.database ?? this.app.engine.database,
+        bound: Object.keys(params.params).length > 0,
       };
       running = await this.app.engine.run({
         query: params.query,
@@ -255,17 +256,25 @@ class QueryExchange {
       writtenRows: running?.writtenRows ?? 0,
     });
     if (this.#logged !== undefined) {
+      const { bound, ...logged } = this.#logged;
       this.app.engine.record({
         queryId: this.#queryId,
         user: this.#user,
-        ...this.#logged,
+        ...logged,
         statement: this.#statement,
         startedAt: this.#startedAt,
         seconds: (performance.now() - this.#started) / 1000,
         resultRows: running?.result.rows ?? 0,
         resultBytes: running?.result.bytes ?? 0,
         writtenRows: running?.writtenRows ?? 0,
-        error: error && { code: error.code, text: error.text, whileProcessing: running !== undefined },
+        // the engine's messages quote the statement, and so the values the port bound into it: not for other readers
+        error: error && {
+          code: error.code,
+          text: bound
+            ? `Code: ${error.code}. DB::Exception: (withheld: it may quote bound parameters). (${error.type})`
+            : error.text,
+          whileProcessing: running !== undefined,
+        },
         method: this.request.method,
       });
     }

@@ -15,6 +15,8 @@ export interface InspectRequest {
   readonly database: string;
   /** Refuses a setting of the statement's `SETTINGS` clause. */
   readonly checkSetting: (name: string, value: string) => void;
+  /** Whether a name is a query's setting. */
+  readonly isQuerySetting: (name: string) => boolean;
 }
 
 /** A statement the policy passed, as it runs. */
@@ -36,11 +38,23 @@ const PORT_VIEWS_DATABASE = "_query_port";
  * The port's own tables, by the system table each stands for, read in its place. `system.processes` shows every
  * query in the process: through the view a port user sees the port's queries only (the write path runs at another
  * priority), and the text of its own query only, since other clients' texts carry their bound parameter values.
- * `system.query_log`, which the engine does not keep, is the port's own log (log.ts).
+ * `system.query_log`, which the engine does not keep, is the port's own log (log.ts). The catalogue tables are read
+ * without the paths of the data directory.
  */
 const PORT_TABLES: Readonly<Record<string, string>> = {
   processes: `CREATE OR REPLACE VIEW {database}.processes AS SELECT * REPLACE (if(query_id = queryID(), query, '') AS query) FROM system.processes WHERE Settings['priority'] = '2'`,
   query_log: QUERY_LOG_TABLE,
+  // the catalogue without the paths of the data directory's files
+  tables:
+    "CREATE OR REPLACE VIEW {database}.tables AS SELECT * REPLACE ([] AS data_paths, '' AS metadata_path) FROM system.tables",
+  databases: `CREATE OR REPLACE VIEW {database}.databases AS SELECT * REPLACE ('' AS data_path, '' AS metadata_path) FROM system.databases`,
+  parts: "CREATE OR REPLACE VIEW {database}.parts AS SELECT * REPLACE ('' AS path) FROM system.parts",
+  parts_columns:
+    "CREATE OR REPLACE VIEW {database}.parts_columns AS SELECT * REPLACE ('' AS path) FROM system.parts_columns",
+  projection_parts:
+    "CREATE OR REPLACE VIEW {database}.projection_parts AS SELECT * REPLACE ('' AS path) FROM system.projection_parts",
+  merges:
+    "CREATE OR REPLACE VIEW {database}.merges AS SELECT * REPLACE ([] AS source_part_paths, '' AS result_part_path) FROM system.merges",
 };
 
 /** Creates the port's tables (at each start: a Memory database keeps nothing across restarts). */
@@ -63,7 +77,7 @@ export const QUERY_LOG = `${PORT_VIEWS_DATABASE}.query_log`;
 export async function inspect(session: Session, request: InspectRequest): Promise<Inspected> {
   const printed = await print(session, bindParams(request.text, request.params));
   const { line, formatted } = printed;
-  const scope = scopeOf(request.access, request.database, printed, request.checkSetting);
+  const scope = scopeOf(request.access, request.database, printed, request.checkSetting, request.isQuerySetting);
   if (hasLineBreakInIdentifier(line)) {
     throw QueryError.of("SYNTAX_ERROR", "Identifiers with line breaks are not accepted here");
   }
@@ -126,8 +140,9 @@ async function print(session: Session, text: string): Promise<Printed> {
 
 /** Refuses a database a request may not make its current one (the `database` parameter). */
 export async function checkDatabase(session: Session, name: string, access: Access, database: string) {
+  const none = () => true;
   checkUsable(
     name,
-    scopeOf(access, database, await print(session, "SELECT 1"), () => {}),
+    scopeOf(access, database, await print(session, "SELECT 1"), () => {}, none),
   );
 }

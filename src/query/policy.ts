@@ -27,6 +27,8 @@ export interface Scope {
   readonly hiddenSystemTables: ReadonlySet<string>;
   /** Refuses a setting of a `SETTINGS` clause as the URL's settings are refused (settings.ts). */
   readonly checkSetting: (name: string, value: string) => void;
+  /** Whether a name is a query's setting (rather than a table's, in a CREATE). */
+  readonly isQuerySetting: (name: string) => boolean;
 }
 
 /** The databases that are always there; a query reads their tables by their full names, as the policy allows. */
@@ -38,13 +40,14 @@ export function scopeOf(
   database: string,
   engine: { readonly databases: readonly [string, string][]; readonly systemTables: readonly string[] },
   checkSetting: Scope["checkSetting"],
+  isQuerySetting: Scope["isQuerySetting"],
 ): Scope {
   const { databases, systemTables } = engine;
   const reachable = (name: string, engine: string) =>
     name === database || SYSTEM_DATABASES.has(name) || (access === "write" && engine === "Atomic");
   const other = databases.filter(([name, engine]) => !reachable(name, engine)).map(([name]) => name);
   const hiddenSystemTables = new Set(systemTables.filter((name) => !SYSTEM_TABLES.has(name)));
-  return { access, database, otherDatabases: new Set(other), hiddenSystemTables, checkSetting };
+  return { access, database, otherDatabases: new Set(other), hiddenSystemTables, checkSetting, isQuerySetting };
 }
 
 /** Refuses a database a query may not make its current one (`USE`, the `database` parameter). */
@@ -169,7 +172,7 @@ const TABLE_SETTINGS_REFUSED = /disk|storage_policy|path|url|endpoint|s3|azure|h
  * System tables a query may read: the catalogue of the service's tables and the engine's features, and the
  * engine's counters. Not the ones that show the process (`stack_trace`, `symbols`), its files (`server_settings`,
  * `disks`, `detached_parts`, `schema_inference_cache`), other clients' data (`query_cache`,
- * `asynchronous_inserts`), access (`users`, `grants`, `named_collections`) or other servers (`clusters`,
+ * `asynchronous_inserts`, `errors`: other clients' messages quote their bound values), access (`users`, `grants`, `named_collections`) or other servers (`clusters`,
  * `zookeeper`). `processes` and `query_log` are read through the port's own tables (inspect.ts).
  */
 export const SYSTEM_TABLES = new Set([
@@ -207,7 +210,6 @@ export const SYSTEM_TABLES = new Set([
   "keywords",
   "contributors",
   "licenses",
-  "errors",
   "events",
   "metrics",
   "asynchronous_metrics",
@@ -229,6 +231,7 @@ export function checkStatement(ast: AstNode, formatted: string, line: string, sc
     throw denied("dictionaries read from files, URLs or other servers");
   }
   if (ast.type === "UseQuery" && ast.children[0]) checkUsable(identifier(ast.children[0]), scope);
+  if (WRITES.has(ast.type) && writesSystem(ast)) throw denied("The system databases cannot be changed here");
   if (ast.type === "Explain") {
     const explained = ast.children.find((child) => child.type !== "Set");
     if (explained) checkStatement(explained, formatted, line, scope);
@@ -261,8 +264,14 @@ function checkTokens(tokens: readonly Token[], statement: string, scope: Scope):
       const pair = `${token.text} ${next.text}`;
       if (pair === "INTO OUTFILE" || pair === "FROM INFILE") throw denied(`${pair} reaches files on the server`);
     }
-    if (token.text === "SETTINGS" && token.kind === "word" && statement !== "CreateQuery") {
-      for (const [name, value] of settingsClause(tokens, index + 1)) scope.checkSetting(name, value);
+    if (token.text === "SETTINGS" && token.kind === "word") {
+      // a CREATE's clauses hold the table's settings and, in its SELECT, the query's: each by what its name is
+      for (const [name, value] of settingsClause(tokens, index + 1)) {
+        if (statement !== "CreateQuery" || scope.isQuerySetting(name)) scope.checkSetting(name, value);
+        else if (TABLE_SETTINGS_REFUSED.test(name) || value.includes("(")) {
+          throw denied(`Table setting ${name} is not allowed here`);
+        }
+      }
     }
     if (
       (statement === "CreateQuery" || statement === "AlterQuery") &&
@@ -323,6 +332,10 @@ function checkFunction(node: AstNode, parent: AstNode | undefined, scope: Scope)
   if (parent?.type === "TableExpression") {
     if (!TABLE_FUNCTIONS.has(lower)) throw denied(`Table function ${name} is not allowed here`);
     if (lower === "merge" && args.length > 1) checkNamesDatabase(args[0]!, name, scope);
+    const structure = structureArgument(lower, args);
+    if (structure !== undefined && hasColumnExpressions(literalValue(structure))) {
+      throw denied(`Column expressions in the structure of ${name} are not allowed here`);
+    }
   } else if (parent?.type === "InsertQuery" || parent?.type === "CreateQuery") {
     throw denied(`Table function ${name} is not allowed here`);
   } else if (parent?.type === "Storage" && parent.children.find((child) => child.type === "Function") === node) {
@@ -341,6 +354,30 @@ function checkFunction(node: AstNode, parent: AstNode | undefined, scope: Scope)
     }
   }
 }
+
+/** The argument of a table function that is a table's structure (`a String, b UInt8`), when it is a string. */
+function structureArgument(name: string, args: readonly AstNode[]): AstNode | undefined {
+  const index =
+    name === "format" && args.length === 3
+      ? 1
+      : name === "generaterandom" || name === "null" || (name === "values" && args.length > 1)
+        ? 0
+        : undefined;
+  const arg = index === undefined ? undefined : args[index];
+  return arg?.type === "Literal" && arg.label.startsWith("Literal '") ? arg : undefined;
+}
+
+/**
+ * Whether a structure holds expressions the engine evaluates (`DEFAULT file(…)` and the like): they are SQL in a
+ * string, which the policy's walk of the statement does not see.
+ */
+function hasColumnExpressions(structure: string): boolean {
+  return significant(structure).some(
+    (token) => token.kind === "word" && COLUMN_EXPRESSIONS.has(token.text.toUpperCase()),
+  );
+}
+
+const COLUMN_EXPRESSIONS = new Set(["DEFAULT", "MATERIALIZED", "ALIAS", "EPHEMERAL", "CHECK", "CONSTRAINT", "TTL"]);
 
 /** A `Buffer`, `Merge` or `merge()` argument that names a database: it must be the service's. */
 function checkNamesDatabase(node: AstNode, name: string, scope: Scope): void {
@@ -362,6 +399,19 @@ const identifier = (node: AstNode) => node.label.slice("Identifier ".length).rep
 function literalValue(node: AstNode): string {
   const text = node.label.slice("Literal ".length);
   return text.startsWith("'") ? stringValue({ kind: "string", text, start: 0 }) : text;
+}
+
+/**
+ * Whether a write names a system database as its target: its label (`CreateQuery system t`, `DropQuery system`) or
+ * its identifiers (`InsertQuery` → `Identifier system`, `Rename`). The port's own tables stand in for two system
+ * tables, which must not be written through them either.
+ */
+function writesSystem(ast: AstNode): boolean {
+  const names = [
+    ...ast.label.split(" ").slice(1),
+    ...ast.children.filter((child) => child.type === "Identifier").map((child) => identifier(child).split(".")[0]!),
+  ];
+  return names.some((name) => SYSTEM_DATABASES.has(name));
 }
 
 /** With writes allowed, a database may be created as an Atomic one (the engine's default), and nothing else. */

@@ -181,6 +181,19 @@ describe.skipIf(!embedded)("the query port's HTTP interface", () => {
       },
     ]);
     expect(JSON.stringify(rows)).not.toContain(secret);
+    // an error of a query with bound values: its message (which quotes them) is not logged for other readers
+    const bound = `bound-${crypto.randomUUID()}`;
+    expect((await post("SELECT {v:UInt8}", `?query_id=${bound}&param_v=${secret}`)).status).not.toBe(200);
+    await Bun.sleep(1500);
+    const withheld = await post(
+      `SELECT exception FROM system.query_log WHERE query_id = '${bound}' AND type != 'QueryStart'`,
+    );
+    expect(await withheld.text()).not.toContain(secret);
+    // the catalogue without the data directory's paths
+    const paths = await post(
+      "SELECT DISTINCT metadata_path, toString(data_paths) FROM system.tables WHERE database = currentDatabase()",
+    );
+    expect(await paths.text()).toBe("\t[]\n");
   });
 
   test("format names in any case, as the engine knows them; a SETTINGS clause is checked as URL settings are", async () => {

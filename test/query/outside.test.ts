@@ -271,6 +271,13 @@ describe.skipIf(!embedded)("the query port reaches nothing outside the database"
       { sql: "SELECT 1", search: { format_avro_schema_registry_url: outside.url } },
       { sql: "SELECT 1", search: { no_such_setting: "1" } },
       { sql: "SHOW PROCESSLIST" },
+      // SQL in a table function's structure string, which the engine evaluates (found by the red team)
+      {
+        sql: `SELECT * FROM format(JSONEachRow, 'a String, b String DEFAULT ${file.replaceAll("'", "''")}', '{"a":"x"}')`,
+      },
+      { sql: `SELECT * FROM generateRandom('a String, b String MATERIALIZED ${file.replaceAll("'", "''")}') LIMIT 1` },
+      { sql: `SELECT * FROM values('a String, b String ALIAS ${file.replaceAll("'", "''")}', 'x')` },
+      { sql: "SELECT last_error_message, last_error_trace FROM system.errors" },
       { sql: `SELECT 1 INTO OUTFILE '${outside.watched}/out.csv'` },
     ];
     await run(readOnly, attacks);
@@ -284,6 +291,19 @@ describe.skipIf(!embedded)("the query port reaches nothing outside the database"
       { sql: `CREATE TABLE c AS _local.\`${outside.canary}\`` },
       { sql: `RENAME TABLE events TO _local.\`${outside.watched}/x\`` },
       { sql: "CREATE TABLE c AS system.stack_trace" },
+      // a CREATE's own SETTINGS clauses, the system databases as targets, the port's own tables (the red team's)
+      {
+        sql: `CREATE TABLE s2 ENGINE = Memory AS SELECT * FROM format(Template, 'a,b') SETTINGS format_template_row = '${outside.canary}'`,
+      },
+      { sql: "CREATE VIEW lifted AS SELECT getSetting('max_execution_time') SETTINGS max_execution_time = 0" },
+      { sql: "CREATE TABLE slow ENGINE = Memory AS SELECT 1 AS z SETTINGS max_memory_usage = 0" },
+      { sql: "DROP DATABASE system" },
+      { sql: "DROP DATABASE information_schema" },
+      { sql: "CREATE TABLE system.mine (x UInt8) ENGINE = Memory" },
+      { sql: "INSERT INTO system.query_log (type, query) VALUES ('QueryFinish', 'forged')" },
+      { sql: "TRUNCATE TABLE system.query_log" },
+      { sql: "CREATE OR REPLACE VIEW system.processes AS SELECT * FROM system.one" },
+      { sql: "RENAME TABLE events TO system.events" },
       { sql: "INSERT INTO events VALUES", search: { input_format_values_interpret_expressions: "1" } },
     ]);
   }, 60_000);

@@ -260,6 +260,12 @@ function checkTokens(tokens: readonly Token[], statement: string, scope: Scope):
         throw denied(`Table system.${(table ?? "").slice(0, 100)} is not accessible here`);
       }
     }
+    // a write's other target: a materialized view's TO, MOVE PARTITION … TO TABLE
+    if (WRITES.has(statement) && token.kind === "word" && token.text === "TO") {
+      const target = tokens[index + 1]?.text === "TABLE" ? tokens[index + 2] : next;
+      const name = target && identifierName(target);
+      if (name !== undefined && SYSTEM_DATABASES.has(name)) throw denied("The system databases cannot be changed here");
+    }
     if (token.kind === "word" && next?.kind === "word") {
       const pair = `${token.text} ${next.text}`;
       if (pair === "INTO OUTFILE" || pair === "FROM INFILE") throw denied(`${pair} reaches files on the server`);
@@ -332,10 +338,7 @@ function checkFunction(node: AstNode, parent: AstNode | undefined, scope: Scope)
   if (parent?.type === "TableExpression") {
     if (!TABLE_FUNCTIONS.has(lower)) throw denied(`Table function ${name} is not allowed here`);
     if (lower === "merge" && args.length > 1) checkNamesDatabase(args[0]!, name, scope);
-    const structure = structureArgument(lower, args);
-    if (structure !== undefined && hasColumnExpressions(literalValue(structure))) {
-      throw denied(`Column expressions in the structure of ${name} are not allowed here`);
-    }
+    checkStructure(name, lower, args);
   } else if (parent?.type === "InsertQuery" || parent?.type === "CreateQuery") {
     throw denied(`Table function ${name} is not allowed here`);
   } else if (parent?.type === "Storage" && parent.children.find((child) => child.type === "Function") === node) {
@@ -345,6 +348,10 @@ function checkFunction(node: AstNode, parent: AstNode | undefined, scope: Scope)
   } else if (FUNCTIONS_REFUSED.test(lower)) {
     throw denied(`Function ${name} is not allowed here`);
   } else if (NAMING_FUNCTIONS.test(lower)) {
+    // the names must be written out, as strings: a computed one (concat('_lo', 'cal')) is not checked
+    if (args.slice(0, lower === "hascolumnintable" ? 2 : 1).some((arg) => !arg.label.startsWith("Literal '"))) {
+      throw denied(`Function ${name} takes its database and table as string literals here`);
+    }
     for (const arg of args.filter((child) => child.type === "Literal")) {
       const value = literalValue(arg);
       const database = value.includes(".") ? value.slice(0, value.indexOf(".")) : value;
@@ -355,22 +362,31 @@ function checkFunction(node: AstNode, parent: AstNode | undefined, scope: Scope)
   }
 }
 
-/** The argument of a table function that is a table's structure (`a String, b UInt8`), when it is a string. */
-function structureArgument(name: string, args: readonly AstNode[]): AstNode | undefined {
+/**
+ * A table function's structure (`a String, b UInt8`) is SQL in a string, which the walk of the statement does not
+ * see, and the engine evaluates its column expressions (`DEFAULT file(…)`). So a structure must be a string literal
+ * as written (not `concat(…)`, a cast or an identifier, which the engine folds into one) and hold no expressions.
+ */
+function checkStructure(name: string, lower: string, args: readonly AstNode[]): void {
   const index =
-    name === "format" && args.length === 3
+    lower === "format" && args.length === 3
       ? 1
-      : name === "generaterandom" || name === "null" || (name === "values" && args.length > 1)
+      : lower === "generaterandom" || lower === "null" || (lower === "values" && args.length > 1)
         ? 0
         : undefined;
   const arg = index === undefined ? undefined : args[index];
-  return arg?.type === "Literal" && arg.label.startsWith("Literal '") ? arg : undefined;
+  if (arg === undefined) return;
+  // values() takes its rows alone too: a first argument that is a row (a tuple, an array, a number) is no structure
+  if (lower === "values" && (/^Function (tuple|array)\b/.test(arg.label) || /^Literal [^']/.test(arg.label))) return;
+  if (!arg.label.startsWith("Literal '")) {
+    throw denied(`The structure of ${name} must be a string literal here`);
+  }
+  if (hasColumnExpressions(literalValue(arg))) {
+    throw denied(`Column expressions in the structure of ${name} are not allowed here`);
+  }
 }
 
-/**
- * Whether a structure holds expressions the engine evaluates (`DEFAULT file(…)` and the like): they are SQL in a
- * string, which the policy's walk of the statement does not see.
- */
+/** Whether a structure holds expressions the engine evaluates. */
 function hasColumnExpressions(structure: string): boolean {
   return significant(structure).some(
     (token) => token.kind === "word" && COLUMN_EXPRESSIONS.has(token.text.toUpperCase()),
@@ -386,7 +402,7 @@ function checkNamesDatabase(node: AstNode, name: string, scope: Scope): void {
       ? identifier(node)
       : node.type === "Literal"
         ? literalValue(node)
-        : node.label === "Function currentDatabase"
+        : node.type === "Function" && functionName(node) === "currentDatabase"
           ? scope.database
           : undefined;
   if (named !== scope.database) throw denied(`${name} may only name tables of ${scope.database} here`);

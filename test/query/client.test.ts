@@ -240,6 +240,11 @@ describe.skipIf(!embedded)("@clickhouse/client, as a ClickHouse server answers i
       [5, "it's"],
       [6, "f"],
     ]);
+    // a Buffer in front of a table of the current database
+    await client.command({
+      query: "CREATE TABLE buffered AS ins ENGINE = Buffer(currentDatabase(), 'ins', 1, 1, 1, 1, 1, 1, 1)",
+    });
+    await client.command({ query: "DROP TABLE buffered" });
     await client.command({ query: "DROP TABLE ins" });
   });
 

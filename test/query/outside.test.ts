@@ -278,6 +278,15 @@ describe.skipIf(!embedded)("the query port reaches nothing outside the database"
       { sql: `SELECT * FROM generateRandom('a String, b String MATERIALIZED ${file.replaceAll("'", "''")}') LIMIT 1` },
       { sql: `SELECT * FROM values('a String, b String ALIAS ${file.replaceAll("'", "''")}', 'x')` },
       { sql: "SELECT last_error_message, last_error_trace FROM system.errors" },
+      // …and a structure the engine folds into a string: concat(), a cast, an identifier, a WITH alias (the re-test's)
+      {
+        sql: `SELECT b FROM generateRandom(concat('a UInt8, b String AL', 'IAS ${file.replaceAll("'", "''")}')) LIMIT 1`,
+      },
+      { sql: "SELECT * FROM generateRandom('a UInt8, b String ALIAS 1'::String) LIMIT 1" },
+      { sql: `SELECT * FROM format(JSONEachRow, \`a String, b String DEFAULT ${file}\`, '{"a":"x"}')` },
+      { sql: `WITH 'a String, b String DEFAULT 1' AS s SELECT * FROM format(JSONEachRow, s, '{"a":"x"}')` },
+      { sql: `SELECT hasColumnInTable(concat('_lo', 'cal'), '${outside.canary}', 'c1')` },
+      { sql: "SELECT hasColumnInTable(concat('sys', 'tem'), 'errors', 'value')" },
       { sql: `SELECT 1 INTO OUTFILE '${outside.watched}/out.csv'` },
     ];
     await run(readOnly, attacks);
@@ -304,6 +313,8 @@ describe.skipIf(!embedded)("the query port reaches nothing outside the database"
       { sql: "TRUNCATE TABLE system.query_log" },
       { sql: "CREATE OR REPLACE VIEW system.processes AS SELECT * FROM system.one" },
       { sql: "RENAME TABLE events TO system.events" },
+      { sql: "CREATE MATERIALIZED VIEW mvq TO system.query_log AS SELECT 'QueryFinish' AS type FROM events" },
+      { sql: "ALTER TABLE events MOVE PARTITION tuple() TO TABLE system.query_log" },
       { sql: "INSERT INTO events VALUES", search: { input_format_values_interpret_expressions: "1" } },
     ]);
   }, 60_000);

@@ -154,10 +154,12 @@ const ENGINES =
 
 /**
  * Scalar functions that read files (`file`, CatBoost models), dictionaries (whose sources are files or servers), the
- * process itself (introspection, also off on the session), or the server's configuration (its paths).
+ * process itself (introspection, also off on the session), or the server's configuration (its paths); those that
+ * take a table's structure as a string, whose column expressions the engine evaluates unseen
+ * (`structureToProtobufSchema`, `structureToCapnProtoSchema`); and the engine's internal ones (`__getScalar`).
  */
 const FUNCTIONS_REFUSED =
-  /^(?:file|catboostevaluate|modelevaluate|dict.*|addresstoline\w*|addresstosymbol|demangle|getserversetting)$/;
+  /^(?:file|catboostevaluate|modelevaluate|dict.*|addresstoline\w*|addresstosymbol|demangle|getserversetting|structureto\w+schema|__\w+)$/;
 
 /** Functions whose string arguments name a database or a table. */
 const NAMING_FUNCTIONS = /^(?:joinget|joingetornull|hascolumnintable)$/;

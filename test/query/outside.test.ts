@@ -287,6 +287,10 @@ describe.skipIf(!embedded)("the query port reaches nothing outside the database"
       { sql: `WITH 'a String, b String DEFAULT 1' AS s SELECT * FROM format(JSONEachRow, s, '{"a":"x"}')` },
       { sql: `SELECT hasColumnInTable(concat('_lo', 'cal'), '${outside.canary}', 'c1')` },
       { sql: "SELECT hasColumnInTable(concat('sys', 'tem'), 'errors', 'value')" },
+      // a scalar function's structure string (the third pass's)
+      { sql: `SELECT structureToCapnProtoSchema('a String DEFAULT toUInt8(${file.replaceAll("'", "''")})')` },
+      { sql: `SELECT structureToProtobufSchema('a String DEFAULT toUInt8(${secrets.replaceAll("'", "''")})')` },
+      { sql: "SELECT __getScalar('x')" },
       { sql: `SELECT 1 INTO OUTFILE '${outside.watched}/out.csv'` },
     ];
     await run(readOnly, attacks);

@@ -323,6 +323,10 @@ function isColumnOf(tokens: readonly Token[], index: number): boolean {
 
 function walk(node: AstNode, parent: AstNode | undefined, scope: Scope): void {
   if (node.type === "Function") checkFunction(node, parent, scope);
+  else if (node.label.startsWith("Literal '") && holdsColumnExpression(literalValue(node))) {
+    // wherever a string reaches the engine as a structure, its column expressions are SQL the walk does not see
+    throw denied("A string that defines columns with expressions is not allowed here");
+  }
   // a table's own settings (CREATE TABLE … SETTINGS) and EXPLAIN's options are no query settings; a query's own
   // SETTINGS clause is checked name by name on the print (checkTokens), as URL settings are
   else if (node.type === "Set" && !["Storage", "Explain", "SelectQuery", "InsertQuery"].includes(parent?.type ?? "")) {
@@ -392,6 +396,22 @@ function checkStructure(name: string, lower: string, args: readonly AstNode[]): 
 function hasColumnExpressions(structure: string): boolean {
   return significant(structure).some(
     (token) => token.kind === "word" && COLUMN_EXPRESSIONS.has(token.text.toUpperCase()),
+  );
+}
+
+/**
+ * Whether a string reads as columns with an expression: a column-expression keyword, then a function call. A net
+ * under `checkStructure` for functions not known to take a structure (a data string rarely reads so).
+ */
+function holdsColumnExpression(text: string): boolean {
+  if (!/\b(default|materialized|alias|ephemeral)\b/i.test(text)) return false;
+  const tokens = significant(text);
+  const keyword = tokens.findIndex(
+    (token) => token.kind === "word" && COLUMN_EXPRESSIONS.has(token.text.toUpperCase()),
+  );
+  return (
+    keyword >= 0 &&
+    tokens.some((token, index) => index > keyword && token.kind === "word" && tokens[index + 1]?.text === "(")
   );
 }
 

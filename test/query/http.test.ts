@@ -199,6 +199,8 @@ describe.skipIf(!embedded)("the query port's HTTP interface", () => {
   test("format names in any case, as the engine knows them; a SETTINGS clause is checked as URL settings are", async () => {
     const arrow = await post("SELECT 1 AS x", "?default_format=arrow");
     expect([arrow.status, arrow.headers.get("x-clickhouse-format")]).toEqual([200, "Arrow"]);
+    // a string that merely mentions a column keyword is data
+    expect(await (await post("SELECT 'the default (value)', 'alias'")).text()).toBe("the default (value)\talias\n");
     const json = await post("SELECT 1 AS x FORMAT jsoneachrow");
     expect(await json.text()).toBe('{"x":1}\n');
     const clause = await post("SELECT getSetting('max_block_size') SETTINGS max_block_size = 7");

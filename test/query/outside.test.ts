@@ -291,6 +291,8 @@ describe.skipIf(!embedded)("the query port reaches nothing outside the database"
       { sql: `SELECT structureToCapnProtoSchema('a String DEFAULT toUInt8(${file.replaceAll("'", "''")})')` },
       { sql: `SELECT structureToProtobufSchema('a String DEFAULT toUInt8(${secrets.replaceAll("'", "''")})')` },
       { sql: "SELECT __getScalar('x')" },
+      // the net under them: any string that defines columns with expressions, whatever function takes it
+      { sql: `SELECT length('a String dEfAuLt toUInt8(${file.replaceAll("'", "''")})')` },
       { sql: `SELECT 1 INTO OUTFILE '${outside.watched}/out.csv'` },
     ];
     await run(readOnly, attacks);

@@ -321,9 +321,23 @@ function isColumnOf(tokens: readonly Token[], index: number): boolean {
   return tokens[index - 1]?.text === "." && index >= 2 && identifierName(tokens[index - 2]!) !== undefined;
 }
 
-function walk(node: AstNode, parent: AstNode | undefined, scope: Scope): void {
+/** Functions that only parse or print the SQL in their string arguments: a structure there is text, not a table. */
+const PARSE_ONLY =
+  /^(?:formatquery\w*|normalizequery\w*|normalizedqueryhash\w*|tokenizequery|highlightquery|obfuscatequery\w*)$/;
+
+/** Whether `node` is an argument of a function that only parses it. */
+const isParsedOnly = (parent: AstNode | undefined, grandparent: AstNode | undefined) =>
+  parent?.type === "ExpressionList" &&
+  grandparent?.type === "Function" &&
+  PARSE_ONLY.test(functionName(grandparent).toLowerCase());
+
+function walk(node: AstNode, parent: AstNode | undefined, scope: Scope, grandparent?: AstNode): void {
   if (node.type === "Function") checkFunction(node, parent, scope);
-  else if (node.label.startsWith("Literal '") && holdsColumnExpression(literalValue(node))) {
+  else if (
+    node.label.startsWith("Literal '") &&
+    !isParsedOnly(parent, grandparent) &&
+    holdsColumnExpression(literalValue(node))
+  ) {
     // wherever a string reaches the engine as a structure, its column expressions are SQL the walk does not see
     throw denied("A string that defines columns with expressions is not allowed here");
   }
@@ -334,7 +348,7 @@ function walk(node: AstNode, parent: AstNode | undefined, scope: Scope): void {
   } else if (ALTER_COMMANDS_REFUSED.test(node.label)) {
     throw denied(`${node.label.slice("AlterCommand ".length)} is not allowed here`);
   }
-  for (const child of node.children) walk(child, node, scope);
+  for (const child of node.children) walk(child, node, scope, parent);
 }
 
 function checkFunction(node: AstNode, parent: AstNode | undefined, scope: Scope): void {

@@ -199,6 +199,11 @@ describe.skipIf(!embedded)("the query port's HTTP interface", () => {
   test("format names in any case, as the engine knows them; a SETTINGS clause is checked as URL settings are", async () => {
     const arrow = await post("SELECT 1 AS x", "?default_format=arrow");
     expect([arrow.status, arrow.headers.get("x-clickhouse-format")]).toEqual([200, "Arrow"]);
+    // DDL handed to a function that only parses it is text
+    const ddl = await post(
+      "SELECT formatQuerySingleLine('CREATE TABLE t (a String DEFAULT lower(b)) ENGINE = Memory')",
+    );
+    expect(await ddl.text()).toBe("CREATE TABLE t (`a` String DEFAULT lower(b)) ENGINE = Memory\n");
     // a string that merely mentions a column keyword is data
     expect(await (await post("SELECT 'the default (value)', 'alias'")).text()).toBe("the default (value)\talias\n");
     const json = await post("SELECT 1 AS x FORMAT jsoneachrow");

@@ -87,7 +87,7 @@ export interface RunningQuery {
 const STREAMED = new Set(["SelectWithUnionQuery", "SelectIntersectExceptQuery"]);
 
 /** Longest a query waits for one of `QUERY_CONCURRENCY` places before it is refused. */
-export const QUEUE_WAIT_MS = 10_000;
+const QUEUE_WAIT_MS = 10_000;
 /**
  * How long past `QUERY_TIMEOUT_S` a query may hold its place: a client that stops reading its result leaves the
  * query paused, out of reach of the engine's own timeout, so the port ends it then.

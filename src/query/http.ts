@@ -44,10 +44,10 @@ export interface QueryApp {
 }
 
 /** Most of a result `wait_end_of_query` holds back before sending it as it comes. */
-export const MAX_WAIT_BUFFER_BYTES = 32 * 1024 * 1024;
+const MAX_WAIT_BUFFER_BYTES = 32 * 1024 * 1024;
 
 /** Most body bytes an INSERT may send at once, inflated. */
-export const MAX_INSERT_BYTES = 256 * 1024 * 1024;
+const MAX_INSERT_BYTES = 256 * 1024 * 1024;
 
 const OK = "Ok.\n";
 // Without a Host header (HTTP/1.0), or with one that is no host, Bun hands over a relative URL.
@@ -295,7 +295,7 @@ const MAX_EXCEPTION_MESSAGE_BYTES = 16 * 1024;
  * it from data: `\r\n__exception__\r\n<tag>\r\n<message>\n<length> <tag>\r\n__exception__\r\n`, with the tag of the
  * response's `X-ClickHouse-Exception-Tag` header and the message's length in bytes (its line break included).
  */
-export function exceptionBlock(error: QueryError, tag: string): string {
+function exceptionBlock(error: QueryError, tag: string): string {
   const bytes = new TextEncoder().encode(error.text).subarray(0, MAX_EXCEPTION_MESSAGE_BYTES);
   const message = `${new TextDecoder().decode(bytes).replace(/\uFFFD$/, "")}\n`;
   const length = new TextEncoder().encode(message).byteLength;

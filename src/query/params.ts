@@ -28,7 +28,7 @@ export interface SessionParams {
 }
 
 /** Longest a named session may be kept between its requests (ClickHouse's `max_session_timeout`). */
-export const MAX_SESSION_TIMEOUT_S = 3600;
+const MAX_SESSION_TIMEOUT_S = 3600;
 const DEFAULT_SESSION_TIMEOUT_S = 60;
 
 /** Parameters the HTTP layer reads itself, or accepts and has no use for; none of them is a setting. */

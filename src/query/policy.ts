@@ -86,7 +86,7 @@ export function parseAst(text: string): AstNode {
 }
 
 /** The function a `Function <name> [(alias …)] [(children N)]` node calls. */
-export function functionName(node: AstNode): string {
+function functionName(node: AstNode): string {
   return node.label.slice("Function ".length).replace(/ \((alias|children) [\s\S]*$/, "");
 }
 
@@ -177,7 +177,7 @@ const TABLE_SETTINGS_REFUSED = /disk|storage_policy|path|url|endpoint|s3|azure|h
  * `asynchronous_inserts`, `errors`: other clients' messages quote their bound values), access (`users`, `grants`, `named_collections`) or other servers (`clusters`,
  * `zookeeper`). `processes` and `query_log` are read through the port's own tables (inspect.ts).
  */
-export const SYSTEM_TABLES = new Set([
+const SYSTEM_TABLES = new Set([
   "one",
   "numbers",
   "numbers_mt",

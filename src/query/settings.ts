@@ -199,7 +199,7 @@ export const SQL_VALUED = new Set(["additional_table_filters", "additional_resul
 export type SettingTypes = ReadonlyMap<string, string>;
 
 /** Whether a client may set `name` (to a value the engine then checks), by the rules above. */
-export function isAllowedSetting(name: string, types: SettingTypes): boolean {
+function isAllowedSetting(name: string, types: SettingTypes): boolean {
   if (NAMED.has(name) || name in LOWER_ONLY || SQL_VALUED.has(name)) return types.has(name);
   if (!FORMAT_FAMILY.test(name) || EVALUATES_SQL.has(name)) return false;
   const type = types.get(name);

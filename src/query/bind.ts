@@ -1,5 +1,6 @@
 import { literal } from "../storage/sql";
 import { QueryError } from "./errors";
+import { OPAQUE, unescapeText } from "./tokens";
 
 /**
  * `{name:Type}` placeholders bound to `param_<name>` values, as typed literals written into the client's text
@@ -14,9 +15,10 @@ import { QueryError } from "./errors";
  * identifier.
  */
 export function bindParams(text: string, params: Readonly<Record<string, string>>): string {
-  // A placeholder is found only outside string literals, quoted identifiers, comments and heredocs.
+  // A placeholder is found only outside string literals, quoted identifiers, comments and heredocs: the lexer's
+  // own patterns for them come first in the alternation, so the scan steps over them whole.
   return text.replace(
-    /'(?:[^'\\]|\\[\s\S]|'')*'|`(?:[^`\\]|\\[\s\S])*`|"(?:[^"\\]|\\[\s\S])*"|--[^\n]*|#[ !][^\n]*|\/\*[\s\S]*?\*\/|\$([A-Za-z0-9_]*)\$[\s\S]*?\$\1\$|\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*:\s*([^{}]+?)\s*\}/g,
+    PLACEHOLDER,
     (token, _heredoc: string | undefined, name: string | undefined, type: string | undefined) => {
       if (name === undefined || type === undefined) return token;
       const value = params[name];
@@ -32,6 +34,8 @@ export function bindParams(text: string, params: Readonly<Record<string, string>
   );
 }
 
+const PLACEHOLDER = new RegExp(`${OPAQUE}|\\{\\s*([A-Za-z_][A-Za-z0-9_]*)\\s*:\\s*([^{}]+?)\\s*\\}`, "g");
+
 function boundValue(value: string, type: string): string {
   if (type === "Identifier") return `\`${value.replace(/[\\`]/g, (char) => `\\${char}`)}\``;
   if (value === "\\N") return `CAST(NULL AS ${type})`;
@@ -43,21 +47,3 @@ function boundValue(value: string, type: string): string {
 
 /** Types whose text form is a whole string (escapes and all), not a literal to parse. */
 const isStringLike = (type: string) => /^(Nullable\(|LowCardinality\()*(String|FixedString\(\d+\))\)*$/.test(type);
-
-const ESCAPES: Readonly<Record<string, string>> = {
-  b: "\b",
-  f: "\f",
-  n: "\n",
-  r: "\r",
-  t: "\t",
-  "0": "\0",
-  a: "\x07",
-  v: "\v",
-};
-
-/** ClickHouse's escaped text format: `\t`, `\n`, `\\`, `\xHH`, …; any other escaped character stands for itself. */
-export function unescapeText(text: string): string {
-  return text.replace(/\\(x[0-9A-Fa-f]{2}|[\s\S])/g, (_, escaped: string) =>
-    escaped.length === 3 ? String.fromCharCode(Number.parseInt(escaped.slice(1), 16)) : (ESCAPES[escaped] ?? escaped),
-  );
-}

@@ -118,7 +118,7 @@ export class QueryEngine {
     private readonly log: QueryLog,
   ) {
     this.#places = new Places(options.concurrency, options.queueWaitMs);
-    this.#insertDir = join(options.dataDir, "query-inserts");
+    this.#insertDir = insertDir(options.dataDir);
   }
 
   /** Opens the embedded engine on the data directory (unpacking it first in the compiled executable). */
@@ -126,17 +126,11 @@ export class QueryEngine {
     const Session = await openEmbeddedEngine(options.dataDir, options.nativeCacheDir);
     const probe = new Session(options.dataDir);
     try {
-      const rows = async (sql: string) =>
-        (await probe.queryAsync(sql, { format: "JSONCompactEachRow" }))
-          .text()
-          .trim()
-          .split("\n")
-          .map((line) => JSON.parse(line) as string[]);
-      const [[timezone = "UTC"] = []] = await rows("SELECT timezone()");
-      const types = (await rows("SELECT name, type FROM system.settings")) as [string, string][];
-      const formats = (await rows("SELECT name FROM system.formats WHERE is_output")).map(([name]) => name!);
+      const [[timezone = "UTC"] = []] = await rows(probe, "SELECT timezone()");
+      const types = (await rows(probe, "SELECT name, type FROM system.settings")) as [string, string][];
+      const formats = (await rows(probe, "SELECT name FROM system.formats WHERE is_output")).map(([name]) => name!);
       await createPortTables(probe);
-      if (!options.readonly) mkdirSync(join(options.dataDir, "query-inserts"), { recursive: true, mode: 0o700 });
+      if (!options.readonly) mkdirSync(insertDir(options.dataDir), { recursive: true, mode: 0o700 });
       const byLowerCase = new Map(formats.map((name) => [name.toLowerCase(), name]));
       const log = new Session(options.dataDir);
       // below the port's queries (2), so that its writes are neither in the port's view of processes nor in a query's way
@@ -360,9 +354,17 @@ function sessionSetup(
 /** The values of a `Map(String, String)` in its text form, as the engine reads it. */
 async function mapValues(session: Session, text: string): Promise<string[]> {
   const sql = `SELECT arrayJoin(mapValues(m)) FROM format(TSV, 'm Map(String, String)', ${literal(text)})`;
-  const rows = (await session.queryAsync(sql, { format: "JSONCompactEachRow" })).text().trim();
-  return rows === "" ? [] : rows.split("\n").map((line) => (JSON.parse(line) as [string])[0]);
+  return (await rows(session, sql)).map(([value]) => value!);
 }
+
+/** A query's rows, each an array of its values. */
+async function rows(session: Session, sql: string): Promise<string[][]> {
+  const text = (await session.queryAsync(sql, { format: "JSONCompactEachRow" })).text().trim();
+  return text === "" ? [] : text.split("\n").map((line) => JSON.parse(line) as string[]);
+}
+
+/** Where INSERT data waits in a file of the port's own for the engine to read it. */
+const insertDir = (dataDir: string) => join(dataDir, "query-inserts");
 
 async function run(session: Session, sql: string): Promise<void> {
   await session.queryAsync(sql, { format: "TSVRaw" });

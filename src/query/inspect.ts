@@ -1,10 +1,10 @@
 import type { Session } from "chdb";
 import { literal } from "../storage/sql";
-import { bindParams, unescapeText } from "./bind";
+import { bindParams } from "./bind";
 import { QueryError } from "./errors";
 import { QUERY_LOG_TABLE } from "./log";
 import { type Access, checkStatement, checkUsable, parseAst, scopeOf } from "./policy";
-import { identifierName, tokens } from "./tokens";
+import { identifierName, tokens, unescapeText } from "./tokens";
 
 /** What `inspect` judges. */
 export interface InspectRequest {

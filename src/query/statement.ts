@@ -29,17 +29,22 @@ export function sentText(query: string, body: Uint8Array, headBytes: number): st
 export function splitInsert(query: string, body: Uint8Array, headBytes: number): InlineInsert | undefined {
   const queryBytes = new TextEncoder().encode(query);
   const separator = query !== "" && body.byteLength > 0 ? 1 : 0;
-  const whole = new Uint8Array(queryBytes.byteLength + separator + body.byteLength);
-  whole.set(queryBytes, 0);
-  if (separator) whole[queryBytes.byteLength] = 0x0a;
-  whole.set(body, queryBytes.byteLength + separator);
+  // where the body starts in the request's text; only the head is put together, never a copy of the whole body
+  const bodyStart = queryBytes.byteLength + separator;
+  const head = new Uint8Array(Math.min(headBytes, bodyStart + body.byteLength));
+  head.set(queryBytes.subarray(0, head.byteLength), 0);
+  if (separator && bodyStart <= head.byteLength) head[queryBytes.byteLength] = 0x0a;
+  if (bodyStart < head.byteLength) head.set(body.subarray(0, head.byteLength - bodyStart), bodyStart);
   // one character a byte, so that positions in the text are positions in the bytes
-  const head = new TextDecoder("latin1").decode(whole.subarray(0, headBytes));
-  const found = dataStart(head);
+  const found = dataStart(new TextDecoder("latin1").decode(head));
   if (found === undefined) return undefined;
-  const statement = new TextDecoder().decode(whole.subarray(0, found.statementEnd)) + found.suffix;
-  const sent = new TextDecoder().decode(whole.subarray(0, found.dataStart));
-  return { statement, data: whole.subarray(found.dataStart), sent };
+  const statement = new TextDecoder().decode(head.subarray(0, found.statementEnd)) + found.suffix;
+  const sent = new TextDecoder().decode(head.subarray(0, found.dataStart));
+  const data =
+    found.dataStart >= bodyStart
+      ? body.subarray(found.dataStart - bodyStart)
+      : Buffer.concat([queryBytes.subarray(found.dataStart), new Uint8Array(separator).fill(0x0a), body]);
+  return { statement, data, sent };
 }
 
 function dataStart(head: string): { statementEnd: number; suffix: string; dataStart: number } | undefined {

@@ -1,5 +1,3 @@
-import { unescapeText } from "./bind";
-
 /**
  * SQL text as ClickHouse's lexer cuts it, as far as the port needs: where string literals, quoted identifiers,
  * comments and heredocs begin and end, so that what is found in the text (a placeholder, a database name, the
@@ -15,12 +13,25 @@ export interface Token {
   readonly start: number;
 }
 
+const COMMENT = /--[^\n]*|#[ !][^\n]*|\/\*[\s\S]*?(?:\*\/|$)/;
+const STRING = /'(?:[^'\\]|\\[\s\S]|'')*'?/;
+const HEREDOC = /\$([A-Za-z0-9_]*)\$[\s\S]*?\$\1\$/;
+const QUOTED = /`(?:[^`\\]|\\[\s\S]|``)*`?|"(?:[^"\\]|\\[\s\S]|"")*"?/;
+
+/**
+ * A regular expression's source for what is text to SQL, not code: a comment, a string literal, a heredoc (its
+ * tag the one capturing group) or a quoted identifier.
+ */
+export const OPAQUE = [COMMENT, STRING, HEREDOC, QUOTED].map((pattern) => pattern.source).join("|");
+
+const sticky = (pattern: RegExp) => new RegExp(pattern.source, "y");
+
 const PATTERNS: readonly [TokenKind, RegExp][] = [
   ["space", /\s+/y],
-  ["comment", /--[^\n]*|#[ !][^\n]*|\/\*[\s\S]*?(?:\*\/|$)/y],
-  ["string", /'(?:[^'\\]|\\[\s\S]|'')*'?/y],
-  ["string", /\$([A-Za-z0-9_]*)\$[\s\S]*?\$\1\$/y], // heredoc
-  ["quoted", /`(?:[^`\\]|\\[\s\S]|``)*`?|"(?:[^"\\]|\\[\s\S]|"")*"?/y],
+  ["comment", sticky(COMMENT)],
+  ["string", sticky(STRING)],
+  ["string", sticky(HEREDOC)],
+  ["quoted", sticky(QUOTED)],
   ["word", /[A-Za-z_][A-Za-z0-9_$]*/y],
   ["number", /[0-9][0-9A-Za-z_.]*(?:[eE][+-]?[0-9]+)?/y],
 ];
@@ -60,4 +71,22 @@ export function stringValue(token: Token): string {
 /** The tokens that mean something: no spaces, no comments. */
 export function significant(text: string): Token[] {
   return [...tokens(text)].filter((token) => token.kind !== "space" && token.kind !== "comment");
+}
+
+const ESCAPES: Readonly<Record<string, string>> = {
+  b: "\b",
+  f: "\f",
+  n: "\n",
+  r: "\r",
+  t: "\t",
+  "0": "\0",
+  a: "\x07",
+  v: "\v",
+};
+
+/** ClickHouse's escaped text format: `\t`, `\n`, `\\`, `\xHH`, …; any other escaped character stands for itself. */
+export function unescapeText(text: string): string {
+  return text.replace(/\\(x[0-9A-Fa-f]{2}|[\s\S])/g, (_, escaped: string) =>
+    escaped.length === 3 ? String.fromCharCode(Number.parseInt(escaped.slice(1), 16)) : (ESCAPES[escaped] ?? escaped),
+  );
 }

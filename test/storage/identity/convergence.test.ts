@@ -78,6 +78,7 @@ test(`three instances, simultaneous merges and a SIGKILL mid-flush converge to w
   for (let i = 0; i < 3; i++) instances.push(await startProcess({ ...instanceEnv }));
   const sent: ModelEvent[] = [];
   let retries = 0;
+  let killing = true; // clients keep sending until every kill has happened, so each kill meets traffic
   const batchOf = (length: number) =>
     Array.from({ length }, () => {
       const event = randomEvent(rng, ids, timestamp);
@@ -86,7 +87,7 @@ test(`three instances, simultaneous merges and a SIGKILL mid-flush converge to w
     });
   try {
     const client = async (c: number) => {
-      for (let b = 0; b < BATCHES_PER_CLIENT; b++) {
+      for (let b = 0; b < BATCHES_PER_CLIENT || killing; b++) {
         const batch = batchOf(1 + rng.int(15));
         retries += (await sendUntilAcknowledged(() => instances[(c + b + rng.int(2)) % 3]!, batch)) - 1;
         sent.push(...batch);
@@ -124,6 +125,7 @@ test(`three instances, simultaneous merges and a SIGKILL mid-flush converge to w
         await Bun.sleep(100);
         instances[kill] = await startProcess({ ...instanceEnv });
       }
+      killing = false;
     };
     await Promise.all([
       ...Array.from({ length: CLIENTS }, (_, c) => client(c)),

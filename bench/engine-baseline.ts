@@ -8,11 +8,11 @@ import { normalize } from "../src/capture/normalize";
 import { timestampFromDate } from "../src/capture/timestamp";
 import { acceptEvents } from "../src/capture/validate";
 import { loadConfig } from "../src/config";
+import { personIdFor } from "../src/identity";
 import { ClickHouse } from "../src/storage/clickhouse";
-import { tuneEmbeddedEngine } from "../src/storage/embedded/tuning";
-import { personIdFor } from "../src/storage/identity";
-import { type EventRow, eventRow } from "../src/storage/rows";
 import { createSchema } from "../src/storage/schema";
+import { tuneEmbeddedEngine } from "../src/storage/tuning";
+import { type EventRow, eventRow } from "../src/write/rows";
 import { rssMiB } from "../test/helpers/process";
 
 const [bodiesFile, dataDir] = [process.argv[2]!, process.argv[3]!];

@@ -8,9 +8,9 @@
 import { join } from "node:path";
 import { normalize } from "../src/capture/normalize";
 import { timestampFromDate } from "../src/capture/timestamp";
+import { personIdFor } from "../src/identity";
 import { runImport } from "../src/import";
-import { personIdFor } from "../src/storage/identity";
-import { eventRow } from "../src/storage/rows";
+import { eventRow } from "../src/write/rows";
 import { random } from "../test/helpers/identity-model";
 import { rssMiB } from "../test/helpers/process";
 import { BASELINE_ROWS, type EngineResult, engineBaseline, fmt, ROOT, startService, stop } from "./harness";

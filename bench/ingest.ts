@@ -13,12 +13,12 @@ import { normalize } from "../src/capture/normalize";
 import { PendingBytes } from "../src/capture/pending";
 import { timestampFromDate } from "../src/capture/timestamp";
 import { loadConfig } from "../src/config";
-import type { CapturedEvent } from "../src/event";
-import { serve } from "../src/server";
-import { Storage, type StorageOptions, storageOptions } from "../src/storage";
+import type { CapturedEvent } from "../src/contract/event";
+import { serve } from "../src/http/server";
+import { personIdFor } from "../src/identity";
 import { ClickHouse } from "../src/storage/clickhouse";
-import { personIdFor } from "../src/storage/identity";
-import { eventRow } from "../src/storage/rows";
+import { Storage, type StorageOptions, storageOptions } from "../src/write";
+import { eventRow } from "../src/write/rows";
 
 const dataDir = mkdtempSync(join(tmpdir(), "ingest-bench-"));
 process.on("exit", () => rmSync(dataDir, { recursive: true, force: true }));

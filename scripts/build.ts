@@ -3,7 +3,7 @@
  *
  * `bun build --compile` bundles the service; a plugin replaces chDB's native loader (which would look for
  * node_modules/@chdb/lib-<platform> at run time) with one that carries the addon and libchdb.so inside the
- * executable, with their SHA-256 digests, and unpacks them on first use (src/storage/embedded/unpack.ts).
+ * executable, with their SHA-256 digests, and unpacks them on first use (src/engine/unpack.ts).
  */
 import { join, resolve } from "node:path";
 import type { BunPlugin } from "bun";
@@ -31,7 +31,7 @@ const files = [await describe("libchdb.so"), await describe("chdb_node.node")];
 const unpack = join(ROOT, "src", "storage", "embedded", "unpack.ts");
 
 /**
- * Two modules replaced: src/storage/embedded/files.ts gets the engine files, embedded, with their digests; and
+ * Two modules replaced: src/engine/files.ts gets the engine files, embedded, with their digests; and
  * chDB's dist/loader.js keeps its exports but loads the addon from where the service unpacked it.
  */
 const embedEngine: BunPlugin = {

@@ -1,15 +1,24 @@
 import { hostname } from "node:os";
 import type { Server } from "bun";
 import pkg from "../package.json" with { type: "json" };
-import { PendingBytes } from "./capture/pending";
+import { PendingBytes } from "./capture";
 import { importCommand } from "./cli/import";
 import { queryCommand } from "./cli/query";
 import { type Config, ConfigError, helpText, loadConfig, redacted } from "./config";
-import { QueryEngine, queryEngineOptions } from "./query";
-import { serve, serveMetrics, serveQuery } from "./server";
-import { SchemaError, Storage, storageOptions } from "./storage";
-import { describeError, Logger, Metrics, queryObserver, requestObserver, storageObserver } from "./telemetry";
-import { ensureWorkerThreads, workerThreadsFor } from "./workers";
+import { ensureWorkerThreads, workerThreadsFor } from "./engine";
+import { serve } from "./http";
+import { QueryEngine, queryEngineOptions, serveQuery } from "./query";
+import { SchemaError } from "./storage";
+import {
+  describeError,
+  Logger,
+  Metrics,
+  queryObserver,
+  requestObserver,
+  serveMetrics,
+  storageObserver,
+} from "./telemetry";
+import { Storage, storageOptions } from "./write";
 
 const USAGE = `ingest ${pkg.version}: PostHog-style event batches into ClickHouse.
 

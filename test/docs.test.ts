@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { withCurrentTable } from "../scripts/docs";
-import { ERROR_CODES, IngestError } from "../src/errors";
+import { ERROR_CODES, IngestError } from "../src/contract/errors";
 import { send, startService, type TestService } from "./helpers/service";
 
 // The docs are part of the product: the README's configuration table is the settings declaration's, every link

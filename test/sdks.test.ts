@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { PostHog } from "posthog-node";
-import { personIdFor } from "../src/storage/identity";
+import { personIdFor } from "../src/identity";
 import { events, links, personOf } from "./helpers/rows";
 import { startService, type TestService } from "./helpers/service";
 

@@ -1,4 +1,4 @@
-import { fail } from "../errors";
+import { fail } from "../contract";
 import { objectItems, type Payload } from "./validate";
 
 /** A browser request must come from an allowed origin, matched exactly. */
@@ -21,7 +21,7 @@ export function checkApiKey(payload: Payload, origin: string | null, publicApiKe
 /** The one key the request carries, or undefined; `null` counts as not sent. */
 function requestApiKey(payload: Payload): unknown {
   let key: unknown = payload.api_key ?? undefined;
-  for (const [item] of objectItems(payload.batch)) {
+  for (const item of objectItems(payload.batch)) {
     const eventKey = item.api_key ?? undefined;
     if (eventKey === undefined) continue;
     if (key !== undefined && key !== eventKey) throw fail.mixedApiKeys();

@@ -1,51 +1,59 @@
 import type { Config } from "../config";
-import type { EventSink } from "../event";
+import type { CaptureResult, EventSink, Timestamp } from "../contract";
 import { checkApiKey, checkOrigin } from "./auth";
-import { checkHeaders, decodeBody } from "./decode";
+import { type ContentEncoding, checkHeaders, parseBody } from "./decode";
 import { normalize } from "./normalize";
-import type { PendingBytes } from "./pending";
 import { timestampFromDate } from "./timestamp";
-import { acceptEvents, parsePayload } from "./validate";
+import { type AcceptedEvent, acceptEvents, parsePayload } from "./validate";
 
-export interface CaptureResult {
-  readonly ingested: number;
-  readonly dropped: number;
+/** What a `/batch/` request's head says, once it passed the checks that need no body. */
+export interface BatchHead {
+  readonly encoding: ContentEncoding;
+  /** The browser's `Origin`, allowed; null for a backend. */
+  readonly origin: string | null;
+  /** When the request arrived: the time of events sent without one. */
+  readonly receivedAt: Timestamp;
 }
 
 /**
- * `POST /batch/`, in the order the checks run: cheap header checks first (compression parameter, content type,
- * content encoding, origin), then the body (size, gzip, JSON), the payload (shape, event count), the api_key,
- * and every event (timestamps fail the request, events without a name or distinct ID are dropped). Only then is
- * anything written; it resolves once the rows are in ClickHouse.
+ * The checks of `POST /batch/` that need only the URL and headers, cheapest first: the compression parameter,
+ * content type, content encoding, origin. A request that fails one is refused before its body is read.
  */
-export async function captureBatch(
-  request: Request,
-  url: URL,
-  config: Config,
-  sink: EventSink,
-  pending: PendingBytes,
-): Promise<CaptureResult> {
+export function checkHead(request: Request, url: URL, config: Config): BatchHead {
   const receivedAt = timestampFromDate(new Date());
   const encoding = checkHeaders(request, url);
   const origin = request.headers.get("origin");
   checkOrigin(origin, config.allowedOrigins);
+  return { encoding, origin, receivedAt };
+}
 
-  // The body's bytes count against MAX_PENDING_BYTES until the request is answered: its events stay in memory
-  // until they are written.
-  const claim = pending.claim();
-  try {
-    const body = await decodeBody(request, encoding, {
-      maxBytes: config.maxBatchBytes,
-      timeoutMs: config.requestTimeoutMs,
-      claim: claim.growTo,
-    });
-    const payload = parsePayload(body, config.maxEventsPerBatch);
-    checkApiKey(payload, origin, config.publicApiKeys);
+/**
+ * The rest of `POST /batch/` once the listener has read the body (size, encoding), in the order the checks run:
+ * JSON, the payload (shape, event count), the api_key, and every event (timestamps and nesting fail the request,
+ * events without a name or distinct ID are dropped). Only then is anything written; it resolves once the rows are
+ * in ClickHouse.
+ */
+export async function captureBatch(
+  body: Buffer,
+  head: BatchHead,
+  config: Config,
+  sink: EventSink,
+): Promise<CaptureResult> {
+  const payload = parsePayload(parseBody(body), config.maxEventsPerBatch);
+  checkApiKey(payload, head.origin, config.publicApiKeys);
+  const { events, dropped } = acceptEvents(payload.batch);
+  await ingestAccepted(events, sink, head.receivedAt);
+  return { ingested: events.length, dropped };
+}
 
-    const { events, dropped } = acceptEvents(payload.batch);
-    await sink.ingest(events.map((event) => normalize(event, receivedAt)));
-    return { ingested: events.length, dropped };
-  } finally {
-    claim.release();
-  }
+/**
+ * Hands accepted events to the sink in the form they are stored (an event without a timestamp happened at
+ * `receivedAt`); settles once they are written. The API's and the import's one way in.
+ */
+export function ingestAccepted(
+  events: readonly AcceptedEvent[],
+  sink: EventSink,
+  receivedAt: Timestamp = timestampFromDate(new Date()),
+): Promise<void> {
+  return sink.ingest(events.map((event) => normalize(event, receivedAt)));
 }

@@ -1,1 +1,13 @@
-export { type CaptureResult, captureBatch } from "./batch";
+export { type BatchHead, captureBatch, checkHead, ingestAccepted } from "./batch";
+export { normalize } from "./normalize";
+export { type Claim, PendingBytes } from "./pending";
+export { parseTimestamp, timestampFromDate } from "./timestamp";
+export {
+  type AcceptedEvent,
+  acceptEvents,
+  type Dropped,
+  type Invalid,
+  uuidOf,
+  type Verdict,
+  verdictOf,
+} from "./validate";

@@ -1,5 +1,4 @@
-import { type CapturedEvent, columnText, LIMITS, type Timestamp } from "../event";
-import { isRawNumber, numberText } from "../json";
+import { type CapturedEvent, columnText, isRawNumber, LIMITS, numberText, type Timestamp } from "../contract";
 import type { AcceptedEvent } from "./validate";
 
 /**

@@ -1,4 +1,4 @@
-import { fail } from "../errors";
+import { fail } from "../contract";
 
 /** One request's share of the pending bytes. */
 export interface Claim {

@@ -1,4 +1,4 @@
-import type { Timestamp } from "../event";
+import type { Timestamp } from "../contract";
 
 /** DateTime64's range; outside it ClickHouse would silently clamp. */
 const MIN_YEAR = 1900;

@@ -1,15 +1,17 @@
 import { type } from "arktype";
-import { fail } from "../errors";
 import {
   columnText,
   distinctIdFrom,
+  fail,
+  type IngestError,
+  isObject,
   LIMITS,
   NIL_UUID,
+  nestsDeeperThan,
   type Properties,
   type Timestamp,
   type TopLevelSets,
-} from "../event";
-import { isObject, nestsDeeperThan } from "../json";
+} from "../contract";
 import { parseTimestamp } from "./timestamp";
 
 /** The batch (docs/behaviour.md#the-batch). Other top-level fields (`historical_migration`, `sent_at`, …) are accepted and ignored. */
@@ -55,34 +57,64 @@ export function parsePayload(body: unknown, maxEvents: number): Payload {
   return payload;
 }
 
-/** Batch items that are objects, with their index in the batch. Anything else is dropped. */
-export function* objectItems(batch: readonly unknown[]): Generator<[Item, number]> {
-  for (let index = 0; index < batch.length; index++) {
-    const item = batch[index];
-    if (isObject(item)) yield [item, index];
+/** Batch items that are objects; anything else is dropped. */
+export function* objectItems(batch: readonly unknown[]): Generator<Item> {
+  for (const item of batch) if (isObject(item)) yield item;
+}
+
+/** Why an item is dropped while the rest of its batch is ingested. */
+export type Dropped = "not an event" | "no event name" | "no distinct ID";
+
+/** Why an item fails its whole request (400, naming the item): nothing of the batch is stored. */
+export type Invalid = "invalid timestamp" | "nested too deep";
+
+/** What the contract makes of one batch item, whoever sent it (the API, or an import reading files). */
+export type Verdict =
+  | { readonly kind: "accepted"; readonly event: AcceptedEvent }
+  | { readonly kind: "dropped"; readonly reason: Dropped }
+  | { readonly kind: "invalid"; readonly reason: Invalid };
+
+/**
+ * One item's verdict. Items that are not objects are dropped; an invalid timestamp or properties nested too deep
+ * make it invalid, even on an item that would be dropped; then an item needs a name and a distinct ID.
+ */
+export function verdictOf(item: unknown): Verdict {
+  if (!isObject(item)) return { kind: "dropped", reason: "not an event" };
+  const timestamp = itemTimestamp(item);
+  if (timestamp === null) return { kind: "invalid", reason: "invalid timestamp" };
+  const properties = isObject(item.properties) ? (item.properties as Properties) : {};
+  const topLevelSets = topLevelSetsOf(item);
+  for (const value of [properties, topLevelSets.$set, topLevelSets.$set_once]) {
+    if (nestsDeeperThan(value, LIMITS.propertiesDepth)) return { kind: "invalid", reason: "nested too deep" };
   }
+  if (!EventName.allows(item.event)) return { kind: "dropped", reason: "no event name" };
+  const distinctId = distinctIdOf(item, properties);
+  if (distinctId === undefined) return { kind: "dropped", reason: "no distinct ID" };
+  const event = columnText(item.event, LIMITS.event);
+  return {
+    kind: "accepted",
+    event: { event, distinctId, properties, timestamp, uuid: uuidOf(item.uuid), topLevelSets },
+  };
 }
 
 /**
- * Splits the batch into events to ingest and a count of dropped ones. An invalid timestamp or
- * properties nested too deep on any item fail the whole request, before anything is stored.
+ * The API's reading of a batch: its events to ingest and a count of dropped items. The first invalid item fails
+ * the whole request, before anything is stored.
  */
 export function acceptEvents(batch: readonly unknown[]): AcceptedBatch {
   const events: AcceptedEvent[] = [];
-  for (const [item, index] of objectItems(batch)) {
-    const timestamp = itemTimestamp(item, index);
-    const properties = isObject(item.properties) ? (item.properties as Properties) : {};
-    const topLevelSets = topLevelSetsOf(item);
-    for (const value of [properties, topLevelSets.$set, topLevelSets.$set_once]) {
-      if (nestsDeeperThan(value, LIMITS.propertiesDepth)) throw fail.tooDeep(index, LIMITS.propertiesDepth);
-    }
-    const distinctId = distinctIdOf(item, properties);
-    if (!EventName.allows(item.event) || distinctId === undefined) continue;
-    const event = columnText(item.event, LIMITS.event);
-    events.push({ event, distinctId, properties, timestamp, uuid: uuidOf(item.uuid), topLevelSets });
+  for (let index = 0; index < batch.length; index++) {
+    const verdict = verdictOf(batch[index]);
+    if (verdict.kind === "accepted") events.push(verdict.event);
+    else if (verdict.kind === "invalid") throw INVALID[verdict.reason](index);
   }
   return { events, dropped: batch.length - events.length };
 }
+
+const INVALID: Readonly<Record<Invalid, (index: number) => IngestError>> = {
+  "invalid timestamp": (index) => fail.invalidTimestamp(index),
+  "nested too deep": (index) => fail.tooDeep(index, LIMITS.propertiesDepth),
+};
 
 /** Event-level `$set` / `$set_once`, where they are objects; other types are ignored, like other unknown fields. */
 function topLevelSetsOf(item: Item): TopLevelSets {
@@ -92,11 +124,11 @@ function topLevelSetsOf(item: Item): TopLevelSets {
   return topLevelSets;
 }
 
-function itemTimestamp(item: Item, index: number): Timestamp | undefined {
+/** The item's timestamp: undefined when it sent none, null when what it sent is not a valid one. */
+function itemTimestamp(item: Item): Timestamp | undefined | null {
   if (item.timestamp === undefined || item.timestamp === null) return undefined;
   const timestamp = typeof item.timestamp === "string" ? parseTimestamp(item.timestamp) : undefined;
-  if (timestamp === undefined) throw fail.invalidTimestamp(index);
-  return timestamp;
+  return timestamp ?? null;
 }
 
 /** First usable carrier wins: `distinct_id`, then `properties.distinct_id`, then `properties.$distinct_id`. */

@@ -1,8 +1,8 @@
 import { existsSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { type Config, ConfigError, loadConfig } from "../config";
+import { heldBy } from "../engine";
 import { QueryEngine, QueryError, queryEngineOptions } from "../query";
-import { holderOf } from "../storage/embedded/holder";
 import { fail } from "./output";
 
 export const QUERY_USAGE = `Usage: ingest query [--format FORMAT] [--database NAME] [--url URL] "SQL"
@@ -108,11 +108,11 @@ async function directly(query: Query, env: NodeJS.ProcessEnv): Promise<number> {
   }
   const dataDir = config.clickhouse.dataDir;
   if (!existsSync(dataDir)) return fail(`No data in ${dataDir}: set DATA_DIR to the service's data directory.`);
-  const holder = holderOf(dataDir);
-  if (holder !== undefined) {
+  const held = heldBy(dataDir);
+  if (held !== undefined) {
     return fail(
-      `A running service (process ${holder}) holds ${dataDir}. Query it through its query port: start it with ` +
-        "QUERY_PORT and QUERY_PASSWORD, and run this with the same QUERY_PORT (or QUERY_URL) and QUERY_PASSWORD.",
+      `${held}. Query it through its query port: start it with QUERY_PORT and QUERY_PASSWORD, and run this ` +
+        "with the same QUERY_PORT (or QUERY_URL) and QUERY_PASSWORD.",
     );
   }
   const engine = await QueryEngine.open({ ...queryEngineOptions(config), concurrency: 1 });

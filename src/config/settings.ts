@@ -1,7 +1,6 @@
 import { availableParallelism, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { type } from "arktype";
-import { LEVELS, type Level } from "../telemetry/log";
 
 /**
  * Every setting the service reads, declared once: its environment variable, how its text is parsed and checked,
@@ -10,6 +9,10 @@ import { LEVELS, type Level } from "../telemetry/log";
  */
 
 /** What the embedded engine writes to disk (fsync) before going on; docs/architecture.md#durability. */
+/** Log levels, least to most severe. */
+export const LEVELS = ["debug", "info", "warn", "error"] as const;
+export type Level = (typeof LEVELS)[number];
+
 export const FSYNC_LEVELS = ["none", "merges", "all"] as const;
 export type Fsync = (typeof FSYNC_LEVELS)[number];
 

@@ -1,6 +1,5 @@
-import { type AcceptedEvent, acceptEvents, uuidOf } from "../capture/validate";
-import { IngestError } from "../errors";
-import { isObject } from "../json";
+import { type AcceptedEvent, type Dropped, type Invalid, uuidOf, verdictOf } from "../capture";
+import { isObject } from "../contract";
 import { IMPORT_NAMESPACE } from "./formats";
 
 /** An event of the import, ready to send: as a `/batch/` item and as the service accepted it. */
@@ -9,14 +8,8 @@ export interface ImportEvent {
   readonly accepted: AcceptedEvent;
 }
 
-/** Why an item is not imported, one of a few reasons (the summary counts them). */
-export type Rejection =
-  | "not an event"
-  | "no event name"
-  | "no distinct ID"
-  | "no timestamp"
-  | "invalid timestamp"
-  | "nested too deep";
+/** Why an item is not imported: what `/batch/` would drop or refuse, or no timestamp (the summary counts them). */
+export type Rejection = Dropped | Invalid | "no timestamp";
 
 /**
  * Checks an item as `/batch/` would, plus the one thing an import must have: a timestamp (an event without one
@@ -33,19 +26,7 @@ export function importEvent(
   const withUuid =
     uuidOf(item.uuid) !== undefined
       ? item
-      : {
-          ...item,
-          uuid: Bun.randomUUIDv5(`${where.line}:${where.index}:${where.text}`, IMPORT_NAMESPACE),
-        };
-  let accepted: AcceptedEvent | undefined;
-  try {
-    accepted = acceptEvents([withUuid]).events[0];
-  } catch (error) {
-    if (error instanceof IngestError && error.code === "invalid_timestamp") return "invalid timestamp";
-    if (error instanceof IngestError && error.code === "too_deep") return "nested too deep";
-    throw error;
-  }
-  if (accepted === undefined)
-    return typeof item.event === "string" && item.event !== "" ? "no distinct ID" : "no event name";
-  return { item: withUuid, accepted };
+      : { ...item, uuid: Bun.randomUUIDv5(`${where.line}:${where.index}:${where.text}`, IMPORT_NAMESPACE) };
+  const verdict = verdictOf(withUuid);
+  return verdict.kind === "accepted" ? { item: withUuid, accepted: verdict.event } : verdict.reason;
 }

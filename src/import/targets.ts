@@ -1,11 +1,9 @@
-import { existsSync } from "node:fs";
-import { normalize } from "../capture/normalize";
-import { timestampFromDate } from "../capture/timestamp";
+import { ingestAccepted } from "../capture";
 import type { Config } from "../config";
-import { Storage, storageOptions } from "../storage";
-import { holderOf } from "../storage/embedded/holder";
+import { heldBy } from "../engine";
+import { Storage, storageOptions } from "../write";
 import type { ImportEvent } from "./events";
-import { ImportError } from "./source";
+import { ImportError } from "./read/source";
 
 /** Where imported events go: a running service over HTTP, or the storage in this process. */
 export interface ImportTarget {
@@ -19,19 +17,15 @@ export interface ImportTarget {
  * through the same normalization, identity resolution and inserts as the API's, with no HTTP in between.
  */
 export async function directTarget(config: Config): Promise<ImportTarget> {
-  if (config.clickhouse.kind === "embedded") {
-    const holder = existsSync(config.clickhouse.dataDir) ? holderOf(config.clickhouse.dataDir) : undefined;
-    if (holder !== undefined) {
-      throw new ImportError(
-        `A running service (process ${holder}) holds ${config.clickhouse.dataDir}: import through it with --url, or stop it first.`,
-      );
-    }
-  }
+  const held = config.clickhouse.kind === "embedded" ? heldBy(config.clickhouse.dataDir) : undefined;
+  if (held !== undefined) throw new ImportError(`${held}: import through it with --url, or stop it first.`);
   const storage = await Storage.open(storageOptions(config));
   return {
     async send(events) {
-      const receivedAt = timestampFromDate(new Date());
-      await storage.ingest(events.map((event) => normalize(event.accepted, receivedAt)));
+      await ingestAccepted(
+        events.map((event) => event.accepted),
+        storage,
+      );
       return { dropped: 0, retries: 0 };
     },
     close: () => storage.close(),

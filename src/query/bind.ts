@@ -1,4 +1,4 @@
-import { literal } from "../storage/sql";
+import { literal } from "../storage";
 import { QueryError } from "./errors";
 import { OPAQUE, unescapeText } from "./tokens";
 

@@ -1,37 +1,11 @@
-import { promisify } from "node:util";
-import { brotliDecompress, gunzip, inflate } from "node:zlib";
+import { type BodyEncoding, BodyError, readBody, requestUrl } from "../http";
+import type { QueryObserver, QueryOutcome } from "../telemetry";
 import { authenticates, authenticationFailed, type Credentials, credentialsOf } from "./auth";
 import type { QueryEngine, RunningQuery } from "./engine";
 import { QueryError } from "./errors";
 import { readParams } from "./params";
 import { MAX_QUERY_BYTES } from "./settings";
 import { sentText } from "./statement";
-
-/** How a query went, for logs and metrics: never its text, nor its result. */
-export interface QueryAnswer {
-  readonly user: string;
-  readonly outcome: QueryOutcome;
-  readonly status: number;
-  /** The statement's type, once the engine parsed it. */
-  readonly statement: string | undefined;
-  /** The error's name (`UNKNOWN_TABLE`, `READONLY`, …). */
-  readonly error: string | undefined;
-  readonly queryId: string;
-  readonly seconds: number;
-  readonly resultRows: number;
-  readonly resultBytes: number;
-  readonly writtenRows: number;
-}
-
-/**
- * `ok`; `refused` by the port's rules (read-only, settings, table functions); `unauthenticated`; `busy` (no place
- * free); `failed` in the engine (a bad query, a limit reached, the client gone).
- */
-export type QueryOutcome = "ok" | "refused" | "unauthenticated" | "busy" | "failed";
-
-export interface QueryObserver {
-  answered(answer: QueryAnswer): void;
-}
 
 export interface QueryApp {
   readonly engine: QueryEngine;
@@ -50,8 +24,6 @@ const MAX_WAIT_BUFFER_BYTES = 32 * 1024 * 1024;
 const MAX_INSERT_BYTES = 256 * 1024 * 1024;
 
 const OK = "Ok.\n";
-// Without a Host header (HTTP/1.0), or with one that is no host, Bun hands over a relative URL.
-const BASE_URL = "http://localhost";
 
 /**
  * ClickHouse's HTTP interface over the embedded engine: `/ping`, and queries at `/` by GET or POST. Errors are
@@ -59,7 +31,7 @@ const BASE_URL = "http://localhost";
  * See docs/query.md#the-http-interface.
  */
 export async function handleQuery(request: Request, app: QueryApp): Promise<Response> {
-  const url = URL.parse(request.url, BASE_URL);
+  const url = requestUrl(request);
   const path = url?.pathname ?? "";
   if (path === "/ping" || path === "/replicas_status") return text(OK, 200, app);
   if (path !== "/" || url === null) {
@@ -100,7 +72,7 @@ class QueryExchange {
       this.#user = credentials.user;
       if (!authenticates(credentials, this.app.credentials)) throw authenticationFailed(credentials.user);
       const access = !this.app.readonly && this.request.method === "POST" ? "write" : "read";
-      let body = await readBody(this.request, access === "write" ? MAX_INSERT_BYTES : MAX_QUERY_BYTES);
+      let body = await readQueryBody(this.request, access === "write" ? MAX_INSERT_BYTES : MAX_QUERY_BYTES);
       const search = new URLSearchParams(this.search);
       if (/^multipart\/form-data\b/i.test(this.request.headers.get("content-type") ?? "")) {
         // the query and its param_ values as form fields (a client's use_multipart_params), as URL parameters are
@@ -345,46 +317,30 @@ function compress(body: ReadableStream<Uint8Array>, encoding: Encoding | undefin
     : body.pipeThrough(new CompressionStream(encoding) as ReadableWritablePair<Uint8Array, Uint8Array>);
 }
 
-const DECOMPRESS = {
-  gzip: promisify(gunzip),
-  deflate: promisify(inflate),
-  br: promisify(brotliDecompress),
-} as const;
-
 /**
  * The body, inflated as `Content-Encoding` says (gzip, deflate, br), within `maxBytes` on the wire and inflated:
  * a query's text, or an INSERT's data.
  */
-async function readBody(request: Request, maxBytes: number): Promise<Uint8Array> {
+async function readQueryBody(request: Request, maxBytes: number): Promise<Uint8Array> {
   if (request.method !== "POST" || request.body === null) return new Uint8Array(0);
-  const declared = Number(request.headers.get("content-length") ?? 0);
-  if (declared > maxBytes) throw tooLarge(maxBytes);
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of request.body) {
-    size += chunk.byteLength;
-    if (size > maxBytes) throw tooLarge(maxBytes);
-    chunks.push(chunk);
+  const encoding = request.headers.get("content-encoding")?.trim().toLowerCase() || "identity";
+  if (!BODY_ENCODINGS.has(encoding)) {
+    throw QueryError.of("UNKNOWN_COMPRESSION_METHOD", `Unknown compression method: ${encoding.slice(0, 50)}`);
   }
-  let bytes: Uint8Array = Buffer.concat(chunks, size);
-  const encoding = request.headers.get("content-encoding")?.trim().toLowerCase() ?? "";
-  if (encoding !== "" && encoding !== "identity") {
-    const decompress = DECOMPRESS[encoding as keyof typeof DECOMPRESS];
-    if (decompress === undefined) {
-      throw QueryError.of("UNKNOWN_COMPRESSION_METHOD", `Unknown compression method: ${encoding.slice(0, 50)}`);
+  try {
+    return await readBody(request, { maxBytes, encoding: encoding as BodyEncoding });
+  } catch (error) {
+    if (!(error instanceof BodyError)) throw error;
+    if (error.reason === "too_large") {
+      throw QueryError.of("QUERY_IS_TOO_LARGE", `Request body is larger than the maximum of ${maxBytes} bytes`);
     }
-    try {
-      bytes = await decompress(bytes, { maxOutputLength: maxBytes });
-    } catch (error) {
-      if ((error as { code?: string }).code === "ERR_BUFFER_TOO_LARGE") throw tooLarge(maxBytes);
+    if (error.reason === "corrupt")
       throw QueryError.of("BAD_ARGUMENTS", `Cannot decompress the request body (${encoding})`);
-    }
+    throw error.cause; // the client went away: the engine's error for it
   }
-  return bytes;
 }
 
-const tooLarge = (maxBytes: number) =>
-  QueryError.of("QUERY_IS_TOO_LARGE", `Request body is larger than the maximum of ${maxBytes} bytes`);
+const BODY_ENCODINGS: ReadonlySet<string> = new Set<BodyEncoding>(["identity", "gzip", "deflate", "br"]);
 
 /** The content type ClickHouse sends a format with. */
 function contentType(format: string | undefined): string {

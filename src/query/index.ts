@@ -1,4 +1,5 @@
 export type { Credentials } from "./auth";
 export { QueryEngine, type QueryEngineOptions, queryEngineOptions } from "./engine";
 export { QueryError } from "./errors";
-export { handleQuery, type QueryAnswer, type QueryApp, type QueryObserver, type QueryOutcome } from "./http";
+export { handleQuery, type QueryApp } from "./http";
+export { serveQuery } from "./listener";

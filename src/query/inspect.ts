@@ -1,5 +1,5 @@
 import type { Session } from "chdb";
-import { literal } from "../storage/sql";
+import { literal } from "../storage";
 import { bindParams } from "./bind";
 import { QueryError } from "./errors";
 import { QUERY_LOG_TABLE } from "./log";

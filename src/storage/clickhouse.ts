@@ -1,11 +1,11 @@
 import { mkdirSync } from "node:fs";
 import { type ClickHouseClient, type ClickHouseClientConfigOptions, createClient } from "@clickhouse/client";
 import type { ClickHouseConfig } from "../config";
-import { openEmbeddedEngine } from "./embedded/engine";
+import { openEmbeddedEngine } from "../engine";
 import { chunkByBytes, literalList, tableName } from "./sql";
 
 /** ClickHouse settings, by name. */
-export type Settings = Readonly<Record<string, number>>;
+export type ClickHouseSettings = Readonly<Record<string, number>>;
 
 /**
  * Every table here collapses rows by key (Replacing- and AggregatingMergeTree), and every read collapses them again
@@ -31,9 +31,9 @@ const WRITE_PATH_SETTINGS = { priority: WRITE_PATH_PRIORITY } as const;
  */
 export class ClickHouse {
   /** What each insert sets itself: nothing embedded, where the session holds `INSERT_SETTINGS` already. */
-  readonly #insertSettings: Settings;
+  readonly #insertSettings: ClickHouseSettings;
   /** What inserts into a table add on a cluster (`setInsertSettings`). */
-  #tableSettings: Readonly<Record<string, Settings>> = {};
+  #tableSettings: Readonly<Record<string, ClickHouseSettings>> = {};
 
   private constructor(
     private readonly client: ClickHouseClient,
@@ -80,7 +80,7 @@ export class ClickHouse {
    * to this query alone: a `SETTINGS` clause embedded (where the client would `SET` them on the one session for
    * good), URL parameters on a server (which may refuse a clause that changes settings, as the query port does).
    */
-  async rows<Row>(query: string, settings: Settings = {}): Promise<Row[]> {
+  async rows<Row>(query: string, settings: ClickHouseSettings = {}): Promise<Row[]> {
     const entries = Object.entries(settings);
     const result =
       this.backend === "embedded" && entries.length > 0
@@ -120,7 +120,7 @@ export class ClickHouse {
   }
 
   /** Settings every later insert into a table carries, by table name (the schema's, for a cluster). */
-  setInsertSettings(settings: Readonly<Record<string, Settings>>): void {
+  setInsertSettings(settings: Readonly<Record<string, ClickHouseSettings>>): void {
     this.#tableSettings = settings;
   }
 

@@ -1,2 +1,4 @@
-export { SchemaError } from "./schema";
-export { type FlushPhases, Storage, type StorageObserver, type StorageOptions, storageOptions } from "./storage";
+export { ClickHouse, type ClickHouseSettings, isDataError } from "./clickhouse";
+export { createSchema, SchemaError } from "./schema";
+export { literal, quoteIdentifier, tableName } from "./sql";
+export { tuneEmbeddedEngine } from "./tuning";

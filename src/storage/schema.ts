@@ -1,4 +1,4 @@
-import type { ClickHouse, Settings } from "./clickhouse";
+import type { ClickHouse, ClickHouseSettings } from "./clickhouse";
 import { literal, quoteIdentifier, tableName } from "./sql";
 
 /**
@@ -282,9 +282,12 @@ async function clusterNodes(db: ClickHouse, cluster: string): Promise<number> {
  * - inserts through a `Distributed` table go to the shards before the insert returns (not queued on the node that
  *   took them), so a 200 means the rows are in their shard.
  */
-export function insertSettings(cluster: string | undefined, nodes: number): Readonly<Record<string, Settings>> {
+export function insertSettings(
+  cluster: string | undefined,
+  nodes: number,
+): Readonly<Record<string, ClickHouseSettings>> {
   if (cluster === undefined) return {};
-  const quorum: Settings =
+  const quorum: ClickHouseSettings =
     nodes > 1 ? { insert_quorum: nodes, insert_quorum_parallel: 1, insert_quorum_timeout: 10_000 } : {};
   return Object.fromEntries(
     TABLES.map((spec) => [

@@ -1,3 +1,20 @@
-export { describeError, LEVELS, type Level, Logger } from "./log";
+export { serveMetrics } from "./listener";
+export { describeError, Logger } from "./log";
 export { Metrics, type PartsReadOptions, type ScrapeSources } from "./metrics";
-export { queryObserver, requestObserver, SLOW_FLUSH_SECONDS, storageObserver } from "./observers";
+export {
+  type Answer,
+  type CacheObserver,
+  type FlushPhases,
+  type Handled,
+  type Preloaded,
+  type QueryAnswer,
+  type QueryObserver,
+  type QueryOutcome,
+  queryObserver,
+  type RequestObserver,
+  type Route,
+  requestObserver,
+  SLOW_FLUSH_SECONDS,
+  type StorageObserver,
+  storageObserver,
+} from "./observers";

@@ -1,6 +1,4 @@
-/** Log levels, least to most severe. */
-export const LEVELS = ["debug", "info", "warn", "error"] as const;
-export type Level = (typeof LEVELS)[number];
+import { LEVELS, type Level } from "../config";
 
 export type Fields = Record<string, unknown>;
 

@@ -1,8 +1,93 @@
-import type { QueryObserver } from "../query";
-import type { RequestObserver } from "../server";
-import type { StorageObserver } from "../storage";
+import type { CaptureResult, IngestError } from "../contract";
 import { describeError, type Logger } from "./log";
 import type { Metrics } from "./metrics";
+
+/**
+ * What each part of the service tells the outside about its work, and the observers that turn it into logs and
+ * metrics. The parts report through these interfaces and never import a logger; the types live here so that
+ * telemetry depends on nothing above it.
+ */
+
+// Requests to the ingest listener
+
+export type Route = "batch" | "health" | "other";
+
+/** What handling a request came to, as logs and metrics see it: never its body. */
+export interface Handled {
+  readonly route: Route;
+  readonly failure?: IngestError;
+  readonly result?: CaptureResult;
+}
+
+/** One answered request. */
+export interface Answer extends Handled {
+  readonly method: string;
+  readonly path: string;
+  readonly status: number;
+  /** The declared Content-Length, if any. */
+  readonly bytes: number | undefined;
+}
+
+export interface RequestObserver {
+  answered(answer: Answer): void;
+}
+
+// The write path
+
+/** Where a flush's time went, in seconds: resolving identity (before and after its facts), then each insert. */
+export type FlushPhases = Readonly<Record<"identity" | "facts" | "persons" | "links" | "events", number>>;
+
+/** What the storage tells the outside about its writes (logs, metrics). */
+export interface StorageObserver {
+  flushed(events: number, seconds: number, phases: FlushPhases): void;
+  flushFailed(events: number, seconds: number, error: unknown): void;
+  cacheLookups: CacheObserver;
+  /** At startup, a sole writer read the links it could hold into its cache. */
+  preloaded(preloaded: Preloaded): void;
+  /** A missing column was added at startup. */
+  schemaRepaired(table: string, column: string, type: string): void;
+}
+
+/**
+ * Told how each flush's lookups went: `links`, how many the cache answered and how many were read; `persons`,
+ * how many persons were derived from the flush's own facts and how many needed their facts read.
+ */
+export type CacheObserver = (kind: "links" | "persons", hits: number, misses: number) => void;
+
+/** What `preload` did: how many links it read, in how long, and whether they were all of them. */
+export interface Preloaded {
+  readonly links: number;
+  readonly seconds: number;
+  readonly complete: boolean;
+}
+
+// The query port
+
+/** How a query went, for logs and metrics: never its text, nor its result. */
+export interface QueryAnswer {
+  readonly user: string;
+  readonly outcome: QueryOutcome;
+  readonly status: number;
+  /** The statement's type, once the engine parsed it. */
+  readonly statement: string | undefined;
+  /** The error's name (`UNKNOWN_TABLE`, `READONLY`, …). */
+  readonly error: string | undefined;
+  readonly queryId: string;
+  readonly seconds: number;
+  readonly resultRows: number;
+  readonly resultBytes: number;
+  readonly writtenRows: number;
+}
+
+/**
+ * `ok`; `refused` by the port's rules (read-only, settings, table functions); `unauthenticated`; `busy` (no place
+ * free); `failed` in the engine (a bad query, a limit reached, the client gone).
+ */
+export type QueryOutcome = "ok" | "refused" | "unauthenticated" | "busy" | "failed";
+
+export interface QueryObserver {
+  answered(answer: QueryAnswer): void;
+}
 
 /** A flush slower than this is logged as a warning. */
 export const SLOW_FLUSH_SECONDS = 1;

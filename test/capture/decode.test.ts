@@ -1,6 +1,6 @@
 import { expect, test } from "bun:test";
 import { request } from "node:http";
-import { serve } from "../../src/server";
+import { serve } from "../../src/http/server";
 import { type Case, harness, overSocket, runCases } from "../helpers/cases";
 
 const MAX_BATCH_BYTES = 4096;

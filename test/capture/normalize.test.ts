@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { timestampFromDate } from "../../src/capture/timestamp";
-import { personIdFor } from "../../src/storage/identity";
+import { personIdFor } from "../../src/identity";
 import { events } from "../helpers/rows";
 import { send, startService, type TestService } from "../helpers/service";
 

@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { connect } from "node:net";
 import { PendingBytes } from "../../src/capture/pending";
-import type { CapturedEvent } from "../../src/event";
-import { handle, serve } from "../../src/server";
+import type { CapturedEvent } from "../../src/contract/event";
+import { handle, serve } from "../../src/http/server";
 import { harness, requestOf } from "../helpers/cases";
 import { MemorySink } from "../helpers/memory-sink";
 

@@ -1,8 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import { PendingBytes } from "../../src/capture/pending";
 import { loadConfig } from "../../src/config";
-import type { ErrorCode, IngestError } from "../../src/errors";
-import { type Answer, type App, handle, serve } from "../../src/server";
+import type { ErrorCode, IngestError } from "../../src/contract/errors";
+import { type App, handle, serve } from "../../src/http";
+import type { Answer } from "../../src/telemetry";
 import { MemorySink } from "./memory-sink";
 
 /**

@@ -1,6 +1,6 @@
 import { expect } from "bun:test";
+import { personIdFor } from "../../src/identity";
 import type { ClickHouse } from "../../src/storage/clickhouse";
-import { personIdFor } from "../../src/storage/identity";
 import { events, links, persons } from "./rows";
 
 /**

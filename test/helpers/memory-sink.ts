@@ -1,4 +1,4 @@
-import type { CapturedEvent, EventSink } from "../../src/event";
+import type { CapturedEvent, EventSink } from "../../src/contract/event";
 
 /** An event sink that keeps what it is given, in memory: for the rules that need no database. */
 export class MemorySink implements EventSink {

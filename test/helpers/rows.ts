@@ -1,6 +1,6 @@
 import type { ClickHouse } from "../../src/storage/clickhouse";
-import type { EventRow } from "../../src/storage/rows";
 import { literal } from "../../src/storage/sql";
+import type { EventRow } from "../../src/write/rows";
 
 /** An events row as read back: the row the service wrote, with timestamps as ClickHouse prints them. */
 export type StoredEvent = Omit<EventRow, "timestamp" | "created_at"> & { timestamp: string; created_at: string };

@@ -1,10 +1,11 @@
 import { PendingBytes } from "../../src/capture/pending";
 import { type Config, loadConfig } from "../../src/config";
-import { type QueryAnswer, QueryEngine, type QueryEngineOptions, queryEngineOptions } from "../../src/query";
-import { serve, serveQuery } from "../../src/server";
-import { Storage, type StorageObserver, storageOptions } from "../../src/storage";
+import { serve } from "../../src/http";
+import type { IdentityOptions } from "../../src/identity";
+import { QueryEngine, type QueryEngineOptions, queryEngineOptions, serveQuery } from "../../src/query";
 import { ClickHouse } from "../../src/storage/clickhouse";
-import type { IdentityOptions } from "../../src/storage/identity";
+import type { QueryAnswer, StorageObserver } from "../../src/telemetry";
+import { Storage, storageOptions } from "../../src/write";
 
 /** The ClickHouse settings every test uses: the server named by CLICKHOUSE_URL, or this process's chDB. */
 export function clickhouseEnv(): Record<string, string> {

@@ -1,9 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { isObject } from "../../src/contract/json";
 import { importEvent } from "../../src/import";
 import { FORMATS, type FormatName, ImportMemory } from "../../src/import/formats";
-import { isObject } from "../../src/json";
 import { caseRng, hostileValue, type Rng } from "../helpers/fuzz";
 
 // Each vendor's mapping over its sample lines with one field, anywhere in the line, replaced by something hostile

@@ -102,7 +102,7 @@ describe.skipIf(!embedded)("what a client holds is bounded", () => {
 describe.skipIf(!embedded)("the service's process", () => {
   test("queries that take every place leave the write path a thread: a batch is stored while they run", async () => {
     // Each call into the engine holds a worker thread of the runtime until it answers; the service sizes the pool
-    // for QUERY_CONCURRENCY queries and the write path (src/workers.ts), or a batch would wait for a query to end.
+    // for QUERY_CONCURRENCY queries and the write path (src/engine/workers.ts), or a batch would wait for a query to end.
     const env = processEnv({ PUBLIC_API_KEYS: "key-1", QUERY_PORT: "0", QUERY_PASSWORD: "pw", QUERY_CONCURRENCY: "2" });
     const service = await startProcess(env);
     try {

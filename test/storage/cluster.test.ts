@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { loadConfig } from "../../src/config";
-import { SchemaError, Storage, storageOptions } from "../../src/storage";
+import { SchemaError } from "../../src/storage";
 import type { ClickHouse } from "../../src/storage/clickhouse";
 import { KEEPER_PATHS, schemaObjects } from "../../src/storage/schema";
 import { literal } from "../../src/storage/sql";
+import { Storage, storageOptions } from "../../src/write";
 import { captured } from "../helpers/captured";
 import { openDb, uniqueDatabase } from "../helpers/service";
 import { type StandInOptions, standInClickHouse } from "../helpers/stand-in-clickhouse";

@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, spyOn, test } from "bun:test";
 import { loadConfig } from "../../src/config";
-import { SchemaError, Storage, storageOptions } from "../../src/storage";
+import { SchemaError } from "../../src/storage";
 import type { ClickHouse } from "../../src/storage/clickhouse";
 import { createSchema } from "../../src/storage/schema";
 import { literal } from "../../src/storage/sql";
+import { Storage, storageOptions } from "../../src/write";
 import { captured } from "../helpers/captured";
 import { count, createTableQuery } from "../helpers/rows";
 import { clickhouseEnv, openDb, send, startService, type TestService, uniqueDatabase } from "../helpers/service";

@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { fail } from "../../src/errors";
+import { fail } from "../../src/contract/errors";
 import {
   describeError,
   Logger,

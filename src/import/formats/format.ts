@@ -1,4 +1,4 @@
-import { isRawNumber } from "../../json";
+import { isRawNumber } from "../../contract";
 
 /** The exports `ingest import` reads. */
 export const FORMAT_NAMES = ["posthog", "mixpanel", "amplitude", "segment"] as const;

@@ -1,4 +1,4 @@
-import { isObject } from "../../json";
+import { isObject } from "../../contract";
 import { type Format, type ImportMemory, idText, linkEvent, NOT_AN_EVENT, type Records, sourceUuid } from "./format";
 
 /** Mixpanel's names for what PostHog calls otherwise: its geolocation properties. */

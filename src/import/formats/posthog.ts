@@ -1,4 +1,4 @@
-import { isObject, parseJson } from "../../json";
+import { isObject, parseJson } from "../../contract";
 import { type Format, NOT_AN_EVENT, type Records } from "./format";
 
 /**

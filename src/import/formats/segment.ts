@@ -1,4 +1,4 @@
-import { isObject } from "../../json";
+import { isObject } from "../../contract";
 import {
   defined,
   type Format,

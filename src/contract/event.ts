@@ -1,0 +1,95 @@
+import { isRawNumber, numberText } from "./json";
+
+/**
+ * The event model both sides share: what capture hands over once a request has passed every check, and the
+ * sink it hands it to. `capture/` produces these and `storage/` consumes them; neither imports the other.
+ */
+
+export type Properties = Record<string, unknown>;
+
+/**
+ * Timestamps as ClickHouse's DateTime64(6, 'UTC') reads them: `YYYY-MM-DD hh:mm:ss.ffffff`, always in UTC.
+ * Fixed width, so they also sort and compare correctly as plain strings.
+ */
+export type Timestamp = string & { readonly __brand: "Timestamp" };
+
+/** The all-zero UUID: no event id a client chose, and below every person id. */
+export const NIL_UUID = "00000000-0000-0000-0000-000000000000";
+
+/** An accepted event in the form it is stored in, minus its person, which identity resolution adds. */
+export interface CapturedEvent {
+  readonly uuid: string;
+  readonly event: string;
+  readonly distinctId: string;
+  /** As sent, including the keys lifted into columns below. */
+  readonly properties: Properties;
+  readonly timestamp: Timestamp;
+  readonly sessionId: string;
+  readonly windowId: string;
+  readonly currentUrl: string;
+  readonly host: string;
+  /** When this service received the request. */
+  readonly receivedAt: Timestamp;
+  /**
+   * `$set` and `$set_once` sent beside `properties` rather than inside them, as several SDKs' identify and set
+   * calls do. They update the person (merged over the ones in `properties`, winning a conflict, as PostHog's
+   * ingestion does) and are not stored with the event.
+   */
+  readonly topLevelSets: TopLevelSets;
+}
+
+/** `$set` and `$set_once` as sent at an event's top level, beside `properties`. */
+export interface TopLevelSets {
+  readonly $set?: Properties;
+  readonly $set_once?: Properties;
+}
+
+/** What a batch came to: the body of a 200 beside `status: "ok"`. */
+export interface CaptureResult {
+  readonly ingested: number;
+  readonly dropped: number;
+}
+
+/** Where accepted events go. `ingest` settles once they are stored: resolved means every row is written. */
+export interface EventSink {
+  ingest(events: readonly CapturedEvent[]): Promise<void>;
+}
+
+/**
+ * Limits on what becomes a column or a key (docs/behaviour.md#limits). Longer values are truncated; `properties` keep
+ * the full value as sent. PostHog's capture truncates distinct IDs at 200 characters too.
+ */
+export const LIMITS = {
+  event: 200,
+  distinctId: 200,
+  sessionId: 200,
+  windowId: 200,
+  host: 255,
+  currentUrl: 8192,
+  /** Objects and arrays within an event's `properties` (itself one level). Deeper fails the request with 400. */
+  propertiesDepth: 64,
+} as const;
+
+/**
+ * Text as stored in a column and used as a key: at most `max` UTF-16 code units (never half a surrogate pair),
+ * and well-formed, each lone surrogate replaced by U+FFFD, as invalid UTF-8 bytes already are when the body is
+ * decoded. One rule for what is inserted, what is looked up and what the person id is derived from.
+ */
+export function columnText(value: string, max: number): string {
+  let text = value;
+  if (text.length > max) {
+    const cut = text.charCodeAt(max - 1);
+    text = text.slice(0, cut >= 0xd800 && cut <= 0xdbff ? max - 1 : max);
+  }
+  return text.isWellFormed() ? text : text.toWellFormed();
+}
+
+/**
+ * A distinct ID as a client may send one: a non-empty string, or a number, written with the digits sent when
+ * a double cannot hold them (`12345678901234567890`). Bounded and well-formed by `columnText`.
+ */
+export function distinctIdFrom(value: unknown): string | undefined {
+  if (typeof value === "string") return value === "" ? undefined : columnText(value, LIMITS.distinctId);
+  if (typeof value === "number" || isRawNumber(value)) return columnText(numberText(value), LIMITS.distinctId);
+  return undefined;
+}

@@ -1,0 +1,163 @@
+import type { Timestamp } from "../contract";
+import { personIdFor } from "./person";
+import type { PersonIntent } from "./person-rules";
+
+/**
+ * What events said about distinct IDs (docs/scale-out.md#facts), one row of `identity_facts` each. Facts are only
+ * ever added; every person and link this service writes is computed from them (`component.ts`), so any instance
+ * that reads the same facts writes the same rows, whatever order the events came in.
+ *
+ * - `born`: the ID's event created the person `name` (no link for the ID existed).
+ * - `joined`: an `$identify` or `$create_alias` put the ID and the ID `name` on one person; written both ways.
+ * - `identified`: an `$identify` was sent with this ID as its distinct ID.
+ * - `property`: updates of the key `name`: its latest `$set` or `$unset`, its earliest and latest `$set_once`.
+ *
+ * Rows with the same `(distinct_id, kind, name)` collapse (AggregatingMergeTree): `at` and `first_once` to the
+ * earliest, `last_write` and `last_once` to the latest, `writes` to the sum. The tuples order as ClickHouse
+ * compares them, so a read of the collapsed row and a fold of the rows here give the same answer.
+ */
+export type FactKind = "born" | "joined" | "identified" | "property";
+
+/**
+ * When: the event's timestamp, then its arrival stamp (`arrival-clock.ts`), which orders events with equal
+ * timestamps as they were applied.
+ */
+export type When = readonly [Timestamp, number];
+/**
+ * `[present, when, 0 set | 1 unset, value as JSON text]`: the latest wins. The value settles a tie between
+ * instances, so the latest is one and the same whichever rows an instance reads.
+ */
+export type LastWrite = readonly [0 | 1, Timestamp, number, 0 | 1, string];
+/** `[absent, when, value as JSON text]`: the earliest wins. */
+export type FirstOnce = readonly [0 | 1, Timestamp, number, string];
+/** `[present, when, value as JSON text]`: the latest wins. */
+export type LastOnce = readonly [0 | 1, Timestamp, number, string];
+
+export interface FactRow {
+  distinct_id: string;
+  kind: FactKind;
+  name: string;
+  /** When the event happened: for `born`, when the person was created. */
+  at: When;
+  last_write: LastWrite;
+  first_once: FirstOnce;
+  last_once: LastOnce;
+  /** How many rows were written: a person's version counts its facts' rows (docs/scale-out.md#derivation). */
+  writes: number;
+}
+
+export const EPOCH = "1970-01-01 00:00:00.000000" as Timestamp;
+const NO_WRITE: LastWrite = [0, EPOCH, 0, 0, ""];
+const NO_FIRST_ONCE: FirstOnce = [1, EPOCH, 0, ""];
+const NO_LAST_ONCE: LastOnce = [0, EPOCH, 0, ""];
+
+/** A fact other than a property update, written once. */
+export function identityFact(kind: Exclude<FactKind, "property">, distinctId: string, name: string, at: When): FactRow {
+  return {
+    distinct_id: distinctId,
+    kind,
+    name,
+    at,
+    last_write: NO_WRITE,
+    first_once: NO_FIRST_ONCE,
+    last_once: NO_LAST_ONCE,
+    writes: 1,
+  };
+}
+
+/** A property fact: the key's `$set` or `$unset` (`write`), and its `$set_once` (`once`), by one event. */
+export function propertyFact(
+  distinctId: string,
+  key: string,
+  at: When,
+  write: readonly [0 | 1, string] | undefined,
+  once: string | undefined,
+): FactRow {
+  return {
+    distinct_id: distinctId,
+    kind: "property",
+    name: key,
+    at,
+    last_write: write === undefined ? NO_WRITE : [1, at[0], at[1], write[0], write[1]],
+    first_once: once === undefined ? NO_FIRST_ONCE : [0, at[0], at[1], once],
+    last_once: once === undefined ? NO_LAST_ONCE : [1, at[0], at[1], once],
+    writes: 1,
+  };
+}
+
+/**
+ * The facts of a flush's events, in order. `personOf` tells the person of each ID that had a link before the
+ * flush (an ID an earlier event of the flush linked counts as linked from then on); `arrival` stamps each event.
+ *
+ * An event whose distinct ID has no link creates its person (`born`), unless it joins the ID to one that has:
+ * `$identify(user ← anon)` with neither known creates the user's person and joins anon to it; with one known,
+ * joins the other to it. Two IDs already on one person need no `joined`: facts that join them exist already.
+ */
+export function factsOf(
+  intents: readonly PersonIntent[],
+  personOf: (distinctId: string) => string | undefined,
+  arrival: () => number,
+): FactRow[] {
+  const facts: FactRow[] = [];
+  const linkedHere = new Set<string>();
+  const linked = (id: string) => linkedHere.has(id) || personOf(id) !== undefined;
+  for (const { event, linkedId, updates, identifies } of intents) {
+    const { distinctId } = event;
+    const at: When = [event.timestamp, arrival()];
+    if (!linked(distinctId) && (linkedId === undefined || !linked(linkedId))) {
+      facts.push(identityFact("born", distinctId, personIdFor(distinctId), at));
+    }
+    linkedHere.add(distinctId);
+    if (linkedId !== undefined) {
+      const person = personOf(distinctId);
+      if (person === undefined || person !== personOf(linkedId)) {
+        facts.push(identityFact("joined", distinctId, linkedId, at), identityFact("joined", linkedId, distinctId, at));
+      }
+      linkedHere.add(linkedId);
+    }
+    if (identifies) facts.push(identityFact("identified", distinctId, "", at));
+    if (updates === undefined) continue;
+    const writes = new Map<string, readonly [0 | 1, string]>();
+    for (const [key, value] of Object.entries(updates.set ?? {}))
+      writes.set(key.toWellFormed(), [0, JSON.stringify(value)]);
+    for (const key of updates.unset ?? []) writes.set(key.toWellFormed(), [1, ""]);
+    const onces = new Map<string, string>();
+    for (const [key, value] of Object.entries(updates.setOnce ?? {}))
+      onces.set(key.toWellFormed(), JSON.stringify(value));
+    for (const key of new Set([...writes.keys(), ...onces.keys()])) {
+      facts.push(propertyFact(distinctId, key, at, writes.get(key), onces.get(key)));
+    }
+  }
+  return facts;
+}
+
+/**
+ * Orders tuples as ClickHouse does: numbers by value, strings by their UTF-8 bytes (which is code point order;
+ * JavaScript's `<` compares UTF-16 code units, which differs only between a surrogate and U+E000–U+FFFF).
+ */
+export function compareTuples(a: readonly (number | string)[], b: readonly (number | string)[]): number {
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]!;
+    const y = b[i]!;
+    if (x === y) continue;
+    if (typeof x === "number") return x < (y as number) ? -1 : 1;
+    return compareCodePoints(x, y as string);
+  }
+  return 0;
+}
+
+function compareCodePoints(a: string, b: string): number {
+  const length = Math.min(a.length, b.length);
+  for (let i = 0; i < length; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x !== y) return codePointRank(x) - codePointRank(y);
+  }
+  return a.length - b.length;
+}
+
+/** Moves surrogates (U+D800–U+DFFF) above U+E000–U+FFFF, so code units order as the code points they encode. */
+function codePointRank(unit: number): number {
+  if (unit < 0xd800) return unit;
+  return unit >= 0xe000 ? unit - 0x800 : unit + 0x2000;
+}

@@ -1,0 +1,47 @@
+import type { ClickHouse } from "../storage";
+import type { Component } from "./component";
+import { EPOCH, type FactRow, identityFact, propertyFact, type When } from "./facts";
+import type { Link } from "./person";
+import { loadPersons } from "./person-store";
+
+/**
+ * Facts for persons stored without any: by version 0.1.0, which wrote persons and links directly, or by a tool
+ * that writes these tables. A linked ID whose person no `born` fact of its component names is on such a person.
+ * Its facts say what the stored rows say: the person was born to its primary ID (or, if that ID is on another
+ * person now, the first of its IDs) at its `created_at`, every ID on it joined that one, it was identified if
+ * it is, and each property was `$set` at `created_at`. Written once, they make the person as any other, so it
+ * takes part in merges by the same rules: a migration done the first time an event touches the person, with no
+ * pass over the tables at startup.
+ */
+export async function legacyFacts(
+  db: ClickHouse,
+  read: readonly Component[],
+  current: ReadonlyMap<string, Link>,
+): Promise<FactRow[]> {
+  const orphans = new Map<string, string[]>();
+  for (const component of read) {
+    for (const id of component.members) {
+      const personId = current.get(id)?.personId;
+      if (personId === undefined || component.births.has(personId)) continue;
+      orphans.set(personId, [...(orphans.get(personId) ?? []), id]);
+    }
+  }
+  if (orphans.size === 0) return [];
+  const persons = await loadPersons(db, [...orphans.keys()]);
+  const facts: FactRow[] = [];
+  for (const [personId, members] of orphans) {
+    const person = persons.get(personId);
+    const holder = person !== undefined && members.includes(person.distinctId) ? person.distinctId : members.sort()[0]!;
+    const at: When = [person?.createdAt ?? EPOCH, 0];
+    facts.push(identityFact("born", holder, personId, at));
+    for (const id of members) {
+      if (id !== holder) facts.push(identityFact("joined", id, holder, at), identityFact("joined", holder, id, at));
+    }
+    if (person === undefined) continue;
+    if (person.isIdentified) facts.push(identityFact("identified", holder, "", at));
+    for (const [key, value] of Object.entries(JSON.parse(person.properties) as Record<string, unknown>)) {
+      facts.push(propertyFact(holder, key, at, [0, JSON.stringify(value)], undefined));
+    }
+  }
+  return facts;
+}

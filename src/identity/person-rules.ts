@@ -1,0 +1,94 @@
+import type { CapturedEvent, Properties, TopLevelSets } from "../contract";
+import { distinctIdFrom, isObject } from "../contract";
+
+/**
+ * Values SDKs send when they have no real ID. Linking on one would merge unrelated people, so an `$identify` or
+ * `$create_alias` naming one links nothing (the event itself is still stored). Compared trimmed and lower-cased.
+ */
+const PLACEHOLDER_IDS = new Set([
+  "",
+  "anonymous",
+  "guest",
+  "distinctid",
+  "distinct_id",
+  "id",
+  "not_authenticated",
+  "email",
+  "undefined",
+  "null",
+  "none",
+  "nan",
+  "true",
+  "false",
+  "0",
+  "[object object]",
+]);
+
+export function isLinkable(distinctId: string): boolean {
+  return !PLACEHOLDER_IDS.has(distinctId.trim().toLowerCase());
+}
+
+/**
+ * The ID an event asks to put on its own person: `$anon_distinct_id` of an `$identify`, `alias` of a
+ * `$create_alias`. Undefined when there is none, it equals the event's distinct ID, or either is a placeholder.
+ */
+export function linkedIdOf(event: CapturedEvent): string | undefined {
+  const carrier =
+    event.event === "$identify"
+      ? event.properties.$anon_distinct_id
+      : event.event === "$create_alias"
+        ? event.properties.alias
+        : undefined;
+  const other = distinctIdFrom(carrier);
+  if (other === undefined || other === event.distinctId) return undefined;
+  return isLinkable(other) && isLinkable(event.distinctId) ? other : undefined;
+}
+
+/** What one event asks of the person model. */
+export interface PersonIntent {
+  readonly event: CapturedEvent;
+  /** The ID to put on the event's person (see linkedIdOf). */
+  readonly linkedId: string | undefined;
+  readonly updates: PersonUpdates | undefined;
+  readonly identifies: boolean;
+}
+
+export function personIntentOf(event: CapturedEvent): PersonIntent {
+  return {
+    event,
+    linkedId: linkedIdOf(event),
+    updates: personUpdatesOf(event.properties, event.topLevelSets),
+    identifies: event.event === "$identify",
+  };
+}
+
+export interface PersonUpdates {
+  readonly set: Properties | undefined;
+  readonly setOnce: Properties | undefined;
+  readonly unset: readonly string[] | undefined;
+}
+
+/**
+ * `$set`, `$set_once` and `$unset` (a list of keys, or an object whose keys are removed) from event properties,
+ * with event-level `$set` / `$set_once` merged over them.
+ */
+export function personUpdatesOf(properties: Properties, topLevelSets: TopLevelSets = {}): PersonUpdates | undefined {
+  const unset = properties.$unset;
+  const updates: PersonUpdates = {
+    set: merged(properties.$set, topLevelSets.$set),
+    setOnce: merged(properties.$set_once, topLevelSets.$set_once),
+    unset: Array.isArray(unset)
+      ? unset.filter((key): key is string => typeof key === "string")
+      : isObject(unset)
+        ? Object.keys(unset)
+        : undefined,
+  };
+  return (updates.set ?? updates.setOnce ?? updates.unset) ? updates : undefined;
+}
+
+/** The object inside `properties` with the event-level one over it (the event level wins a conflict). */
+function merged(inProperties: unknown, topLevel: Properties | undefined): Properties | undefined {
+  const inside = isObject(inProperties) ? inProperties : undefined;
+  if (topLevel === undefined) return inside;
+  return inside === undefined ? topLevel : { ...inside, ...topLevel };
+}

@@ -1,0 +1,141 @@
+import type { Timestamp } from "../contract";
+import type { ClickHouse } from "../storage";
+import { literal } from "../storage";
+import type { FactRow } from "./facts";
+import type { Link, Person } from "./person";
+
+// The SQL that reads facts, links and persons (rows.ts has the rows that write them). ClickHouse lets an alias
+// shadow a column of the same name, in WHERE and inside aggregates too, so no alias below reuses a column name.
+
+interface LinkRecord {
+  distinct_id: string;
+  person: string;
+  latest_version: string | number;
+}
+
+/**
+ * The current links of the distinct IDs that `where` selects, grouped by distinct ID. A deleted link is no link.
+ */
+function linksQuery(db: ClickHouse, where: string): string {
+  return `SELECT distinct_id, toString(argMax(person_id, version)) AS person, max(version) AS latest_version
+    FROM ${db.table("person_distinct_ids")}
+    WHERE ${where}
+    GROUP BY distinct_id
+    HAVING argMax(is_deleted, version) = 0`;
+}
+
+/** The current links of these distinct IDs; deleted and unknown IDs are absent. */
+export async function loadLinks(db: ClickHouse, distinctIds: readonly string[]): Promise<Map<string, Link>> {
+  return toLinks(await db.rowsIn<LinkRecord>(distinctIds, (ids) => linksQuery(db, `distinct_id IN ${ids}`)));
+}
+
+/**
+ * The current links of these distinct IDs and of every ID that was ever on a person one of them was ever on.
+ * Those all belong to one person with them (a link only ever points at a person derived from facts that join its
+ * ID to the others), so a person's IDs are found in one read rather than by following its `joined` facts one
+ * hop at a time. The bloom filter index on `person_id` narrows the middle scan to those persons' granules.
+ */
+export async function loadLinksSharingPersons(
+  db: ClickHouse,
+  distinctIds: readonly string[],
+): Promise<Map<string, Link>> {
+  const table = db.table("person_distinct_ids");
+  const query = (ids: string) =>
+    linksQuery(
+      db,
+      `distinct_id IN (SELECT distinct_id FROM ${table}
+         WHERE person_id IN (SELECT person_id FROM ${table} WHERE distinct_id IN ${ids}))`,
+    );
+  return toLinks(await db.rowsIn<LinkRecord>(distinctIds, query));
+}
+
+/** Every current link, a page at a time in distinct ID order (distinct IDs are never empty: the first is after ""). */
+export async function* allLinks(db: ClickHouse, pageSize: number): AsyncGenerator<Map<string, Link>> {
+  const query = (after: string) => `${linksQuery(db, `distinct_id > ${literal(after)}`)} ORDER BY distinct_id`;
+  for (let after = ""; ; ) {
+    // in key order, so a page costs its own rows rather than the rest of the table
+    const rows = await db.rows<LinkRecord>(`${query(after)} LIMIT ${Math.trunc(pageSize)}`, {
+      optimize_aggregation_in_order: 1,
+    });
+    yield toLinks(rows);
+    if (rows.length < pageSize) return;
+    after = rows.at(-1)!.distinct_id;
+  }
+}
+
+function toLinks(rows: readonly LinkRecord[]): Map<string, Link> {
+  return new Map(rows.map((row) => [row.distinct_id, { personId: row.person, version: Number(row.latest_version) }]));
+}
+
+/** 64-bit integers come as numbers from chDB and as strings from a server. */
+type Int64 = number | string;
+
+interface FactRecord {
+  distinct_id: string;
+  kind: FactRow["kind"];
+  name: string;
+  first_at: [Timestamp, Int64];
+  latest_write: [0 | 1, Timestamp, Int64, 0 | 1, string];
+  earliest_once: [0 | 1, Timestamp, Int64, string];
+  latest_once: [0 | 1, Timestamp, Int64, string];
+  rows_written: Int64;
+}
+
+/** The facts of these distinct IDs, each collapsed as the table collapses it (facts.ts). */
+export async function loadFacts(db: ClickHouse, distinctIds: readonly string[]): Promise<FactRow[]> {
+  const query = (ids: string) =>
+    `SELECT distinct_id, kind, name, min(at) AS first_at, max(last_write) AS latest_write,
+       min(first_once) AS earliest_once, max(last_once) AS latest_once, sum(writes) AS rows_written
+     FROM ${db.table("identity_facts")} WHERE distinct_id IN ${ids} GROUP BY distinct_id, kind, name`;
+  const rows = await db.rowsIn<FactRecord>(distinctIds, query);
+  return rows.map((row) => ({
+    distinct_id: row.distinct_id,
+    kind: row.kind,
+    name: row.name,
+    at: [row.first_at[0], Number(row.first_at[1])],
+    last_write: [
+      row.latest_write[0],
+      row.latest_write[1],
+      Number(row.latest_write[2]),
+      row.latest_write[3],
+      row.latest_write[4],
+    ],
+    first_once: [row.earliest_once[0], row.earliest_once[1], Number(row.earliest_once[2]), row.earliest_once[3]],
+    last_once: [row.latest_once[0], row.latest_once[1], Number(row.latest_once[2]), row.latest_once[3]],
+    writes: Number(row.rows_written),
+  }));
+}
+
+interface PersonRecord {
+  person: string;
+  primary_id: string;
+  props: string;
+  identified: number;
+  deleted: number;
+  created: Timestamp;
+  latest_version: string | number;
+}
+
+/** The latest version of each of these persons; unknown ones are absent. */
+export async function loadPersons(db: ClickHouse, personIds: readonly string[]): Promise<Map<string, Person>> {
+  const query = (ids: string) =>
+    `SELECT toString(id) AS person, argMax(distinct_id, version) AS primary_id, argMax(properties, version) AS props,
+       argMax(is_identified, version) AS identified, argMax(is_deleted, version) AS deleted,
+       toString(argMax(created_at, version)) AS created, max(version) AS latest_version
+     FROM ${db.table("persons")} WHERE id IN ${ids} GROUP BY id`;
+  const rows = await db.rowsIn<PersonRecord>(personIds, query);
+  return new Map(
+    rows.map((row) => [
+      row.person,
+      {
+        id: row.person,
+        distinctId: row.primary_id,
+        properties: row.props,
+        isIdentified: Number(row.identified) === 1,
+        isDeleted: Number(row.deleted) === 1,
+        createdAt: row.created,
+        version: Number(row.latest_version),
+      },
+    ]),
+  );
+}

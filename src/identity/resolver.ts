@@ -1,0 +1,311 @@
+import type { CapturedEvent } from "../contract";
+import type { ClickHouse } from "../storage";
+import type { CacheObserver, Preloaded } from "../telemetry";
+import { ArrivalClock } from "./arrival-clock";
+import { cachePerson, type LinkCache, linkCache, type PersonCache, personCache } from "./cache";
+import { Component, components } from "./component";
+import { type FactRow, factsOf } from "./facts";
+import { legacyFacts } from "./legacy";
+import type { Link } from "./person";
+import { type PersonIntent, personIntentOf } from "./person-rules";
+import { allLinks, loadFacts, loadLinks, loadLinksSharingPersons } from "./person-store";
+import { type DistinctIdRow, linkRow, type PersonRow, personRow } from "./rows";
+
+export interface IdentityOptions {
+  /**
+   * Whether this resolver is the only writer of its database. Then its link cache holds exactly what is stored,
+   * never expires, and, once it holds every stored link, tells a new ID from a known one without a read.
+   * Otherwise links are cached for `cacheTtlMs`. A sole writer caches persons too, as their facts folded, since
+   * what it derived from the facts it read and wrote are all the facts there are.
+   */
+  readonly soleWriter: boolean;
+  /** With other writers: how long a cached link may be used for events that change nothing (the staleness bound). */
+  readonly cacheTtlMs: number;
+  /** Most links cached. */
+  readonly cacheCapacity: number;
+  /** Sole writer only: about how much memory cached persons (their facts, folded) may take. */
+  readonly personCacheBytes: number;
+}
+
+/** Components of a flush's facts on the same cached persons, and whether those hold every other fact of theirs. */
+interface CachedGroup {
+  readonly parts: Component[];
+  readonly cached: Set<Component>;
+  complete: boolean;
+}
+
+/** Rows read per query by `preload`: about 50 ms of the engine's time each. */
+const PRELOAD_PAGE = 10_000;
+
+/**
+ * Most IDs a complete link cache may be unsure of (after failed writes) before it stops counting itself
+ * complete, so an outage with new visitors arriving cannot grow the set without bound.
+ */
+const MAX_UNSURE = 10_000;
+
+/** A flush's identity, before its facts are written: the facts to write, and what it knew of its IDs' links. */
+export interface Prepared {
+  readonly facts: readonly FactRow[];
+  readonly intents: readonly PersonIntent[];
+  /** The link of every distinct ID the events name that had one, from the cache or read. */
+  readonly known: ReadonlyMap<string, Link>;
+}
+
+/** What a flush resolved to, once its facts are written: each event's person and the rows to write. */
+export interface Resolution {
+  readonly personIds: readonly string[];
+  readonly persons: readonly PersonRow[];
+  readonly distinctIds: readonly DistinctIdRow[];
+  /** Each distinct ID the flush resolved, with its link as written. */
+  readonly links: ReadonlyMap<string, Link>;
+  /** The persons derived, as their facts folded. */
+  readonly derived: readonly Component[];
+}
+
+/**
+ * Resolves distinct IDs to persons (docs/identity.md). Facts go in first (`prepare`, then the caller writes
+ * them); then `resolve` reads every fact of the persons they touch and derives those persons and links from the
+ * facts alone, so whichever instance derives them last, with all facts in view, writes rows no other instance's
+ * can outrank (docs/scale-out.md). Flushes come one at a time (the group commit does that).
+ */
+export class IdentityResolver {
+  readonly #links: LinkCache;
+  /** Sole writer only. */
+  readonly #persons: PersonCache | undefined;
+  readonly #arrivals = new ArrivalClock();
+  /**
+   * Sole writer, once `preload` found every link fits: the cache holds every link ClickHouse has, except
+   * perhaps those of `#unsure` IDs, so an ID it does not hold is new and needs no read. An eviction ends it.
+   */
+  #complete = false;
+  /** IDs a failed write touched: ClickHouse may hold links or facts of theirs that the cache does not know. */
+  readonly #unsure = new Set<string>();
+
+  constructor(
+    private readonly db: ClickHouse,
+    private readonly options: IdentityOptions,
+    private readonly observeCache: CacheObserver = () => {},
+  ) {
+    this.#links = linkCache(options.cacheCapacity, options.soleWriter ? 0 : options.cacheTtlMs, {
+      onEvict: () => this.#incomplete(),
+    });
+    if (options.soleWriter) this.#persons = personCache(options.personCacheBytes);
+  }
+
+  /**
+   * Sole writer: reads every link ClickHouse has into the cache, if they fit in it, so that from then on only
+   * IDs the cache does not hold are new ones, and those need no read. Call once, before the first flush. Links
+   * that do not all fit are partly read and left to the cache as any others; later flushes read what it lacks.
+   */
+  async preload(): Promise<Preloaded> {
+    const started = performance.now();
+    let links = 0;
+    if (this.options.soleWriter) {
+      this.#complete = true;
+      try {
+        for await (const page of allLinks(this.db, PRELOAD_PAGE)) {
+          for (const [id, link] of page) this.#links.set(id, link);
+          links += page.size;
+          if (links > this.options.cacheCapacity) break; // evicted already: not complete
+        }
+      } catch (error) {
+        this.#incomplete();
+        throw error;
+      }
+    }
+    return { links, seconds: (performance.now() - started) / 1000, complete: this.#complete };
+  }
+
+  /** The facts of a flush's events: needs the links of the IDs they name, from the cache or ClickHouse. */
+  async prepare(events: readonly CapturedEvent[]): Promise<Prepared> {
+    const intents = events.map(personIntentOf);
+    const wanted = new Set<string>();
+    for (const { event, linkedId } of intents) {
+      wanted.add(event.distinctId);
+      if (linkedId !== undefined) wanted.add(linkedId);
+    }
+    // A cached link is safe to take whoever else writes: a link only ever moves, it is never removed, so an ID
+    // the cache holds has one. Which person it points at is settled by `resolve` for every ID whose event
+    // changes anything; the others take it as the person of their event, up to the cache's TTL old.
+    const known = new Map<string, Link>();
+    const missing: string[] = [];
+    for (const id of wanted) {
+      // A complete cache evicts nothing (its first eviction ends it), so its reads need not update recency.
+      const link = this.#complete ? this.#links.peek(id) : this.#links.get(id);
+      if (link === undefined) missing.push(id);
+      else known.set(id, link);
+    }
+    // A complete cache knows that an ID it does not hold is new, unless a failed write touched it.
+    const unread = this.#complete ? missing.filter((id) => this.#unsure.has(id)) : missing;
+    if (unread.length > 0) for (const [id, link] of await loadLinks(this.db, unread)) known.set(id, link);
+    this.observeCache("links", wanted.size - unread.length, unread.length);
+    const facts = factsOf(
+      intents,
+      (id) => known.get(id)?.personId,
+      () => this.#arrivals.next(),
+    );
+    return { facts, intents, known };
+  }
+
+  /**
+   * Once the prepared facts are written: every person they touch, derived from all its facts, and the links
+   * that differ from what is stored. A sole writer derives a person with no read when the cache holds its facts
+   * (or its IDs are all new to a complete link cache): the flush's facts are then the only ones it lacks.
+   */
+  async resolve({ facts, intents, known }: Prepared): Promise<Resolution> {
+    const current = new Map(known);
+    const derived: Component[] = [];
+    /** Persons derived from cached facts: their links are stored as the cached person had them. */
+    const linkedBefore = new Map<Component, Component>();
+    const toRead = new Set<string>();
+    for (const { parts, cached, complete } of this.#groupByCachedPerson(components(facts), known)) {
+      if (!complete) {
+        for (const part of parts) for (const id of part.members) toRead.add(id);
+        continue;
+      }
+      const whole = new Component();
+      for (const person of [...cached, ...parts]) whole.absorb(person);
+      derived.push(whole);
+      if (cached.size === 1) linkedBefore.set(whole, [...cached][0]!);
+    }
+    const fromCache = derived.length;
+    if (toRead.size > 0) derived.push(...(await this.#readComponents(toRead, current, facts)));
+    if (derived.length > 0) this.observeCache("persons", fromCache, derived.length - fromCache);
+
+    const personOf = new Map<string, string>();
+    const persons: PersonRow[] = [];
+    const distinctIds: DistinctIdRow[] = [];
+    const links = new Map<string, Link>();
+    for (const component of derived) {
+      const person = component.person();
+      if (person === undefined) continue; // facts of IDs whose links were never derived here: left as they are
+      const link: Link = { personId: person.id, version: component.linkVersion };
+      const before = linkedBefore.get(component);
+      // A cached person whose identity facts the flush left as they were: its links and its merged-away persons
+      // are stored as they were derived, and only a sole writer has such a cache, so nothing can outrank them.
+      const unchanged = before?.personId === person.id && before.linkVersion === link.version;
+      persons.push(personRow(person));
+      if (!unchanged) persons.push(...component.mergedAway(person).map(personRow));
+      for (const id of component.members) {
+        personOf.set(id, person.id);
+        links.set(id, link);
+        // A link below this version was derived from fewer facts: rewritten, even if it points here already, so
+        // that a slower instance's write of what it derived from still fewer cannot outrank it.
+        const stored = unchanged ? link : current.get(id);
+        if (stored === undefined || stored.personId !== person.id || stored.version < link.version) {
+          distinctIds.push(linkRow(id, link));
+        }
+      }
+    }
+    const personIds = intents.map(
+      ({ event }) => personOf.get(event.distinctId) ?? current.get(event.distinctId)!.personId,
+    );
+    return { personIds, persons, distinctIds, links, derived };
+  }
+
+  /**
+   * The flush's components grouped by the cached persons their IDs are on (two that share one are one person's),
+   * each group complete if every ID is cached or certainly new: a sole writer derives a complete group with no
+   * read. A group of only new IDs has no cached person: its facts are all there are.
+   */
+  #groupByCachedPerson(parts: readonly Component[], known: ReadonlyMap<string, Link>): Set<CachedGroup> {
+    const groups = new Set<CachedGroup>();
+    const groupOf = new Map<Component, CachedGroup>();
+    for (const part of parts) {
+      const group: CachedGroup = { parts: [part], cached: new Set(), complete: true };
+      groups.add(group);
+      for (const id of part.members) {
+        if (this.#isCertainlyNew(id, known)) continue;
+        const person = this.#persons?.get(id);
+        if (person === undefined) {
+          group.complete = false;
+          continue;
+        }
+        const other = groupOf.get(person);
+        if (other !== undefined && other !== group) {
+          group.parts.push(...other.parts);
+          group.complete &&= other.complete;
+          for (const joined of other.cached) {
+            group.cached.add(joined);
+            groupOf.set(joined, group);
+          }
+          groups.delete(other);
+        }
+        group.cached.add(person);
+        groupOf.set(person, group);
+      }
+    }
+    return groups;
+  }
+
+  /** After the flush's rows are written: caches what it learned. */
+  commit(prepared: Prepared, resolution: Resolution): void {
+    for (const [id, link] of prepared.known) if (!resolution.links.has(id)) this.#links.set(id, link);
+    for (const [id, link] of resolution.links) this.#links.set(id, link);
+    // every ID the flush named now has its link in the cache (identity rule 4)
+    if (this.#unsure.size > 0) for (const id of resolution.links.keys()) this.#unsure.delete(id);
+    const persons = this.#persons;
+    if (persons === undefined) return;
+    for (const component of resolution.derived) cachePerson(persons, component);
+  }
+
+  /** After a failed write: forgets every ID the flush named, so no later flush trusts what it cached of them. */
+  abandon(prepared: Prepared): void {
+    const named = new Set(prepared.known.keys());
+    for (const fact of prepared.facts) named.add(fact.distinct_id);
+    for (const id of named) {
+      // ClickHouse may hold facts of this person that its cached fold lacks: none of its IDs may serve it
+      const person = this.#persons?.get(id);
+      for (const member of person?.members ?? []) this.#persons?.delete(member);
+      this.#links.delete(id);
+      if (this.#complete) this.#unsure.add(id);
+    }
+    if (this.#unsure.size > MAX_UNSURE) this.#incomplete();
+  }
+
+  #isCertainlyNew(id: string, known: ReadonlyMap<string, Link>): boolean {
+    return this.#complete && !known.has(id) && !this.#unsure.has(id);
+  }
+
+  /**
+   * Every component the IDs belong to, with all its facts: the IDs' facts and links, then those of every ID they
+   * lead to (joined to them, or on a person they were ever on), until no new ID turns up. `current` gets the
+   * stored link of each ID read (and loses those that have none). Persons stored without facts (written before
+   * facts existed) get their facts written first (`legacy.ts`). An ID of which the read found no fact at all,
+   * though the flush has just written some (a replica that is behind), is derived with the flush's own.
+   */
+  async #readComponents(
+    ids: ReadonlySet<string>,
+    current: Map<string, Link>,
+    written: readonly FactRow[],
+  ): Promise<Component[]> {
+    const visited = new Set<string>();
+    const facts: FactRow[] = [];
+    const together: [string, string][] = [];
+    for (let frontier = [...ids]; frontier.length > 0; ) {
+      const shared = await loadLinksSharingPersons(this.db, frontier);
+      for (const id of frontier) current.delete(id);
+      for (const [id, link] of shared) current.set(id, link);
+      for (const onOnePerson of Map.groupBy(shared.keys(), (id) => shared.get(id)!.personId).values()) {
+        for (const id of onOnePerson.slice(1)) together.push([onOnePerson[0]!, id]);
+      }
+      const unvisited = [...new Set([...frontier, ...shared.keys()])].filter((id) => !visited.has(id));
+      for (const id of unvisited) visited.add(id);
+      const found = await loadFacts(this.db, unvisited);
+      facts.push(...found);
+      frontier = [...new Set(found.filter((f) => f.kind === "joined" && !visited.has(f.name)).map((f) => f.name))];
+    }
+    const readIds = new Set(facts.map((fact) => fact.distinct_id));
+    facts.push(...written.filter((fact) => ids.has(fact.distinct_id) && !readIds.has(fact.distinct_id)));
+    const read = components(facts, together);
+    const legacy = await legacyFacts(this.db, read, current);
+    if (legacy.length === 0) return read;
+    await this.db.insert("identity_facts", legacy);
+    return components([...facts, ...legacy], together);
+  }
+
+  #incomplete(): void {
+    this.#complete = false;
+    this.#unsure.clear();
+  }
+}

@@ -1,0 +1,21 @@
+import type { Server } from "bun";
+import type { Config } from "../config";
+import { handleQuery, type QueryApp } from "./http";
+
+/**
+ * Starts the query port on `QUERY_PORT`: ClickHouse's HTTP interface over the embedded engine. A query may stay
+ * silent until its result is ready, up to `QUERY_TIMEOUT_S`, so connections idle that long are not cut (Bun's
+ * limit is 255 s).
+ */
+export function serveQuery(config: Config, app: QueryApp): Server<undefined> | undefined {
+  if (config.queryPort === undefined) return undefined;
+  return Bun.serve({
+    hostname: config.host,
+    port: config.queryPort,
+    development: false,
+    idleTimeout: Math.min(255, config.queryTimeoutS + 15),
+    maxRequestBodySize: Number.MAX_SAFE_INTEGER,
+    fetch: (request) => handleQuery(request, app),
+    error: () => new Response("Internal error\n", { status: 500 }),
+  });
+}

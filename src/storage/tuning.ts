@@ -1,0 +1,48 @@
+import type { Fsync } from "../config";
+import { lowerMergePriority } from "../engine";
+import type { ClickHouse } from "./clickhouse";
+
+/**
+ * The embedded engine's policy for the parts of each table, and for its merge threads. Only the embedded engine
+ * is tuned: it is the service's own, while a server's policy is its operator's. Applied at every start, to
+ * tables made before too (docs/architecture.md#the-embedded-engine).
+ *
+ * - Every table removes its outdated parts one at a time. Past 100 at once (`concurrent_part_removal_threshold`),
+ *   the engine removes them on up to 128 threads, each renaming and deleting part directories in the same table
+ *   directory, and an insert's own lookups and rename there waited 100–400 ms for that directory's lock.
+ * - `events` and `sessions`, which take a part with every flush, merge at most 4 parts at a time instead of up
+ *   to 100: a merge holds read and write buffers for every column of every part it merges, so this lowers the
+ *   peak memory under load at the same rate.
+ * - What is fsynced (`FSYNC`, `FSYNC_SETTINGS`).
+ */
+export function embeddedTableSettings(fsync: Fsync): Readonly<Record<string, Readonly<Record<string, number>>>> {
+  const common = { concurrent_part_removal_threshold: 1_000_000_000, ...FSYNC_SETTINGS[fsync] };
+  return {
+    events: { ...common, max_parts_to_merge_at_once: 4 },
+    sessions: { ...common, max_parts_to_merge_at_once: 4 },
+    persons: common,
+    person_distinct_ids: common,
+  };
+}
+
+/**
+ * chDB deletes the parts a merge replaced at once (`old_parts_lifetime` 0), where a server keeps them 8 minutes
+ * so that a merged part the disk never got can be rebuilt from them after a power loss. So from `merges` up,
+ * every merged part is on disk before the parts it replaces go (a journaling filesystem, as ext4 and XFS are by
+ * default, commits that deletion after the merged part's rename). `all` also syncs each insert's files and
+ * directory before the insert returns, so a 200 survives a power loss (docs/architecture.md#durability).
+ */
+const FSYNC_SETTINGS: Readonly<Record<Fsync, Readonly<Record<string, number>>>> = {
+  none: { min_compressed_bytes_to_fsync_after_merge: 0, fsync_after_insert: 0, fsync_part_directory: 0 },
+  merges: { min_compressed_bytes_to_fsync_after_merge: 1, fsync_after_insert: 0, fsync_part_directory: 0 },
+  all: { min_compressed_bytes_to_fsync_after_merge: 1, fsync_after_insert: 1, fsync_part_directory: 1 },
+};
+
+/** Applies the table settings to the schema's tables (which must exist), and lowers the merge threads' priority. */
+export async function tuneEmbeddedEngine(db: ClickHouse, fsync: Fsync): Promise<void> {
+  for (const [table, settings] of Object.entries(embeddedTableSettings(fsync))) {
+    const assignments = Object.entries(settings).map(([name, value]) => `${name} = ${value}`);
+    await db.command(`ALTER TABLE ${db.table(table)} MODIFY SETTING ${assignments.join(", ")}`);
+  }
+  lowerMergePriority();
+}

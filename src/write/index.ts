@@ -1,0 +1,1 @@
+export { Storage, type StorageOptions, storageOptions } from "./storage";

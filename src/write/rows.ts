@@ -1,0 +1,57 @@
+import type { CapturedEvent, Timestamp } from "../contract";
+
+/** The rows of `events`, made from the event model, and how a flush's rows are split into inserts. */
+
+/** One row of `events`. */
+export interface EventRow {
+  uuid: string;
+  event: string;
+  properties: string;
+  timestamp: Timestamp;
+  distinct_id: string;
+  person_id: string;
+  session_id: string;
+  window_id: string;
+  current_url: string;
+  host: string;
+  created_at: Timestamp;
+}
+
+export function eventRow(event: CapturedEvent, personId: string): EventRow {
+  return {
+    uuid: event.uuid,
+    event: event.event,
+    properties: JSON.stringify(event.properties),
+    timestamp: event.timestamp,
+    distinct_id: event.distinctId,
+    person_id: personId,
+    session_id: event.sessionId,
+    window_id: event.windowId,
+    current_url: event.currentUrl,
+    host: event.host,
+    created_at: event.receivedAt,
+  };
+}
+
+/** ClickHouse refuses an insert whose rows fall into more partitions than this (`max_partitions_per_insert_block`). */
+export const MAX_PARTITIONS_PER_INSERT = 100;
+
+/** The `events` partition a row falls into: `toYYYYMM(timestamp)`. */
+export function eventPartition(row: EventRow): string {
+  return row.timestamp.slice(0, 7);
+}
+
+/**
+ * Splits event rows into inserts of at most `MAX_PARTITIONS_PER_INSERT` partitions each, so a historical batch
+ * spanning decades is written, not refused. Ordinary batches (a month or two) stay one insert, in order.
+ */
+export function eventInserts(rows: readonly EventRow[]): EventRow[][] {
+  const byPartition = Map.groupBy(rows, eventPartition);
+  if (byPartition.size <= MAX_PARTITIONS_PER_INSERT) return [rows as EventRow[]];
+  const groups = [...byPartition.values()];
+  const inserts: EventRow[][] = [];
+  for (let i = 0; i < groups.length; i += MAX_PARTITIONS_PER_INSERT) {
+    inserts.push(groups.slice(i, i + MAX_PARTITIONS_PER_INSERT).flat());
+  }
+  return inserts;
+}

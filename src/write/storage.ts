@@ -1,0 +1,197 @@
+import type { ClickHouseConfig, Config } from "../config";
+import type { CapturedEvent, EventSink } from "../contract";
+import { fail } from "../contract";
+import { type IdentityOptions, IdentityResolver } from "../identity";
+import { ClickHouse, createSchema, isDataError, literal, tuneEmbeddedEngine } from "../storage";
+import type { FlushPhases, StorageObserver } from "../telemetry";
+import { GroupCommit } from "./group-commit";
+import { eventInserts, eventRow } from "./rows";
+
+export interface StorageOptions {
+  readonly clickhouse: ClickHouseConfig;
+  /** Most events one flush writes; concurrent requests are coalesced up to this. */
+  readonly maxFlushEvents: number;
+  /** Most events waiting for a flush; past it `ingest` refuses with a retryable 503 (a batch is always taken when none wait). */
+  readonly maxQueuedEvents: number;
+  /** Most milliseconds a flush waits for the requests the previous one answered (`GroupCommitOptions.lingerMs`). */
+  readonly flushLingerMs: number;
+  readonly identity: IdentityOptions;
+}
+
+/**
+ * The storage's options as the configuration sets them. Embedded, chDB locks the data directory to this process,
+ * so it is the only writer of its tables; on a server, other instances may write too.
+ */
+export function storageOptions(config: Config): StorageOptions {
+  return {
+    clickhouse: config.clickhouse,
+    maxFlushEvents: config.maxFlushEvents,
+    maxQueuedEvents: config.maxQueuedEvents,
+    flushLingerMs: config.flushLingerMs,
+    identity: {
+      soleWriter: config.clickhouse.kind === "embedded",
+      cacheTtlMs: config.linkCacheTtlMs,
+      cacheCapacity: config.linkCacheEntries,
+      personCacheBytes: config.personCacheMiB * 2 ** 20,
+    },
+  };
+}
+
+/**
+ * The event sink that owns everything in ClickHouse: the schema, identity resolution and the inserts. Writes go
+ * through one group commit, so there is a single writer per process however many requests arrive at once.
+ */
+export class Storage implements EventSink {
+  readonly #db: ClickHouse;
+  /**
+   * Where events are inserted: on the embedded engine, a session of its own, since the engine runs one query at a
+   * time per session and the events insert is most of a flush; a server takes concurrent inserts on one client.
+   */
+  readonly #eventsDb: ClickHouse;
+  readonly #identity: IdentityResolver;
+  readonly #commits: GroupCommit<CapturedEvent>;
+  readonly #observer: StorageObserver | undefined;
+  readonly #maxQueuedEvents: number;
+  #closed = false;
+
+  private constructor(
+    db: ClickHouse,
+    eventsDb: ClickHouse,
+    options: StorageOptions,
+    observer: StorageObserver | undefined,
+  ) {
+    this.#db = db;
+    this.#eventsDb = eventsDb;
+    this.#observer = observer;
+    this.#maxQueuedEvents = options.maxQueuedEvents;
+    this.#identity = new IdentityResolver(db, options.identity, observer?.cacheLookups);
+    this.#commits = new GroupCommit((events) => this.#write(events), {
+      maxItems: options.maxFlushEvents,
+      isolates: isDataError,
+      lingerMs: options.flushLingerMs,
+    });
+  }
+
+  /**
+   * Connects, creates the schema if it is missing (and tunes the embedded engine), and (a sole writer) reads
+   * the links it can hold. The observer, if any, is told of writes, cache lookups and startup repairs.
+   */
+  static async open(options: StorageOptions, observer?: StorageObserver): Promise<Storage> {
+    const db = await ClickHouse.connect(options.clickhouse);
+    let eventsDb = db;
+    try {
+      await createSchema(db, observer?.schemaRepaired);
+      if (options.clickhouse.kind === "embedded") {
+        await tuneEmbeddedEngine(db, options.clickhouse.fsync);
+        eventsDb = await ClickHouse.connect(options.clickhouse);
+      }
+      const storage = new Storage(db, eventsDb, options, observer);
+      observer?.preloaded(await storage.#identity.preload());
+      return storage;
+    } catch (error) {
+      if (eventsDb !== db) await eventsDb.close();
+      await db.close();
+      throw error;
+    }
+  }
+
+  /** Settles once the events, their persons and distinct IDs are all in ClickHouse (or the write failed). */
+  ingest(events: readonly CapturedEvent[]): Promise<void> {
+    if (this.#closed) return Promise.reject(fail.shuttingDown());
+    if (events.length === 0) return Promise.resolve();
+    const queued = this.#commits.queuedItems;
+    if (queued > 0 && queued + events.length > this.#maxQueuedEvents) {
+      // Memory stays bounded however many requests wait; SDKs retry a 503 after the pause it names.
+      return Promise.reject(fail.busy());
+    }
+    return this.#commits.submit(events);
+  }
+
+  /** Events accepted and waiting for a flush to take them. */
+  get queuedEvents(): number {
+    return this.#commits.queuedItems;
+  }
+
+  /**
+   * Active parts of each table this service writes. Every flush adds a part to `events` and `sessions`, and merges
+   * join them; a count that keeps growing means merges are falling behind (ClickHouse slows inserts down at 1,000
+   * parts in a partition and refuses them at 3,000).
+   */
+  async activeParts(): Promise<Record<string, number>> {
+    const rows = await this.#db.rows<{ table: string; parts: string }>(
+      `SELECT table, count() AS parts FROM system.parts WHERE active AND database = ${literal(this.#db.database)} GROUP BY table`,
+    );
+    return Object.fromEntries(rows.map((row) => [row.table, Number(row.parts)]));
+  }
+
+  /** Waits for every accepted write to finish, then disconnects. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.#commits.drain();
+    if (this.#eventsDb !== this.#db) await this.#eventsDb.close();
+    await this.#db.close();
+  }
+
+  /**
+   * Facts go in first, then the persons derived from them, then at once the links and the events that point to
+   * those persons: whatever a failure part-way leaves, no link or event points to a person not stored. Nothing
+   * a retry cannot finish either: the retry writes its facts again (a fact written twice says nothing new) and
+   * derives the same persons and links from them (docs/scale-out.md).
+   */
+  async #write(events: readonly CapturedEvent[]): Promise<void> {
+    const started = performance.now();
+    let phases: FlushPhases;
+    try {
+      phases = await this.#resolveAndInsert(events);
+    } catch (error) {
+      this.#observer?.flushFailed(events.length, (performance.now() - started) / 1000, error);
+      throw error;
+    }
+    this.#observer?.flushed(events.length, (performance.now() - started) / 1000, phases);
+  }
+
+  async #resolveAndInsert(events: readonly CapturedEvent[]): Promise<FlushPhases> {
+    const timer = phaseTimer();
+    const prepared = await this.#identity.prepare(events);
+    let identity = timer();
+    try {
+      await this.#db.insert("identity_facts", prepared.facts);
+      const facts = timer();
+      const resolution = await this.#identity.resolve(prepared);
+      identity += timer();
+      const rows = events.map((event, index) => eventRow(event, resolution.personIds[index]!));
+      await this.#db.insert("persons", resolution.persons);
+      const persons = timer();
+      const [links, inserted] = await Promise.all([
+        timed(() => this.#db.insert("person_distinct_ids", resolution.distinctIds)),
+        timed(async () => {
+          for (const insert of eventInserts(rows)) await this.#eventsDb.insert("events", insert);
+        }),
+      ]);
+      timer();
+      this.#identity.commit(prepared, resolution);
+      return { identity, facts, persons, links, events: inserted };
+    } catch (error) {
+      this.#identity.abandon(prepared);
+      throw error;
+    }
+  }
+}
+
+/** How long `work` took, in seconds. */
+async function timed(work: () => Promise<void>): Promise<number> {
+  const started = performance.now();
+  await work();
+  return (performance.now() - started) / 1000;
+}
+
+/** Seconds since the previous call (or since it was made). */
+function phaseTimer(): () => number {
+  let last = performance.now();
+  return () => {
+    const now = performance.now();
+    const seconds = (now - last) / 1000;
+    last = now;
+    return seconds;
+  };
+}

@@ -1,0 +1,89 @@
+import { describe, expect, test } from "bun:test";
+import type { CapturedEvent, Timestamp } from "../../src/contract/event";
+import { components } from "../../src/identity/component";
+import { factsOf } from "../../src/identity/facts";
+import { personIntentOf } from "../../src/identity/person-rules";
+
+const at = (second: number) => `2026-01-01 00:00:0${second}.000000` as Timestamp;
+
+/** What an event at `second` past the minute asks of its person. */
+const intent = (distinctId: string, second: number, properties: Record<string, unknown>, name = "e") =>
+  personIntentOf({ event: name, distinctId, properties, timestamp: at(second) } as unknown as CapturedEvent);
+
+/** The facts of these intents, stamped in order as one process would. */
+function factsOfIntents(intents: ReturnType<typeof intent>[]) {
+  let arrival = 0;
+  return factsOf(
+    intents,
+    () => undefined,
+    () => ++arrival,
+  );
+}
+
+/** Events of one distinct ID, a second apart in the order given, folded into the person their facts make. */
+function personAfter(...updates: Record<string, unknown>[]) {
+  const [component] = components(factsOfIntents(updates.map((properties, i) => intent("p", i, properties))));
+  return component!.person()!;
+}
+
+const propertiesAfter = (...updates: Record<string, unknown>[]) => JSON.parse(personAfter(...updates).properties);
+
+describe("person properties, folded from facts", () => {
+  test("$set overwrites, $set_once fills only absent keys, $unset removes", () => {
+    expect(propertiesAfter({ $set: { a: 1, b: 2 } }, { $set: { a: 10, c: 3 } })).toEqual({ a: 10, b: 2, c: 3 });
+    expect(propertiesAfter({ $set: { a: 1 } }, { $set_once: { a: 10, b: 2 } })).toEqual({ a: 1, b: 2 });
+    expect(propertiesAfter({ $set: { a: 1, b: 2, c: 3 } }, { $unset: ["a", "c", "missing"] })).toEqual({ b: 2 });
+    expect(propertiesAfter({ $set: { a: 1, b: 2 } }, { $unset: { a: null } })).toEqual({ b: 2 });
+  });
+
+  test("a key set to null is kept, with the value null", () => {
+    expect(propertiesAfter({ $set: { a: 1 } }, { $set_once: { a: 2, n: null } })).toEqual({ a: 1, n: null });
+    expect(propertiesAfter({ $set_once: { n: null } }, { $set_once: { n: 5 } })).toEqual({ n: null });
+  });
+
+  test("within one event: $set beats $set_once, $unset beats both", () => {
+    expect(propertiesAfter({ $set_once: { a: "once" }, $set: { a: "set" } })).toEqual({ a: "set" });
+    expect(
+      propertiesAfter({ $set: { a: 0, keep: 1 } }, { $set: { a: 1 }, $set_once: { b: 2 }, $unset: ["a", "b"] }),
+    ).toEqual({ keep: 1 });
+  });
+
+  test("after an $unset, a later $set_once fills the key again", () => {
+    expect(propertiesAfter({ $set: { a: 1 } }, { $unset: ["a"] }, { $set_once: { a: 2 } })).toEqual({ a: 2 });
+  });
+
+  test("the latest timestamp wins, whatever order the facts are folded in", () => {
+    const late = { $set: { a: "late" } };
+    const early = { $set: { a: "early" } };
+    expect(propertiesAfter(early, late)).toEqual({ a: "late" });
+    const person = personAfter(early, late);
+    // the same facts in reverse order fold to the same person
+    const [component] = components(factsOfIntents([intent("p", 1, late), intent("p", 0, early)]).reverse());
+    expect(JSON.parse(component!.person()!.properties)).toEqual(JSON.parse(person.properties));
+  });
+
+  test("keys such as __proto__ are stored as ordinary keys", () => {
+    const next = propertiesAfter(JSON.parse('{"$set": {"__proto__": {"polluted": true}, "constructor": 1}}'));
+    expect(next).toEqual(JSON.parse('{"__proto__": {"polluted": true}, "constructor": 1}'));
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+});
+
+describe("merges, folded from facts", () => {
+  test("a merge keeps both persons' keys; the person born first survives, the other is written deleted", () => {
+    const facts = factsOfIntents([
+      intent("from", 0, JSON.parse('{"$set": {"a": 1, "b": 2, "__proto__": {"x": 1}}}')),
+      intent("into", 1, { $set: { b: 3, c: 4 } }),
+      intent("into", 2, { $anon_distinct_id: "from" }, "$identify"),
+    ]);
+    const [component] = components(facts);
+    const survivor = component!.person()!;
+    expect(JSON.parse(survivor.properties)).toEqual(JSON.parse('{"a":1,"b":3,"__proto__":{"x":1},"c":4}'));
+    expect({ distinctId: survivor.distinctId, createdAt: survivor.createdAt }).toEqual({
+      distinctId: "into",
+      createdAt: at(0),
+    });
+    expect(component!.mergedAway(survivor)).toMatchObject([{ distinctId: "into", isDeleted: true }]);
+    expect(({} as Record<string, unknown>).x).toBeUndefined();
+  });
+});

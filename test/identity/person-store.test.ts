@@ -1,0 +1,57 @@
+import { expect, test } from "bun:test";
+import { personIdFor } from "../../src/identity";
+import { allLinks, loadFacts, loadLinksSharingPersons } from "../../src/identity/person-store";
+import { send, startService } from "../helpers/service";
+
+const KEY = "key-1";
+
+test("allLinks pages through every link exactly once, however the pages fall", async () => {
+  const service = await startService({ PUBLIC_API_KEYS: KEY });
+  try {
+    const ids = Array.from({ length: 7 }, (_, i) => `page-${i}`);
+    const batch = ids.map((id) => ({ event: "$set", distinct_id: id, properties: { $set: { id } } }));
+    expect((await send(service, { api_key: KEY, batch })).status).toBe(200);
+    for (const pageSize of [1, 2, 3, 7, 100]) {
+      const linkPages = [];
+      for await (const page of allLinks(service.db, pageSize)) linkPages.push([...page.keys()]);
+      expect(linkPages.flat()).toEqual([...ids].sort());
+      expect(linkPages.every((page) => page.length <= pageSize)).toBe(true);
+    }
+  } finally {
+    await service.stop();
+  }
+});
+
+test("loadFacts collapses a fact's rows as the table does; loadLinksSharingPersons finds a person's other IDs", async () => {
+  const service = await startService({ PUBLIC_API_KEYS: KEY });
+  try {
+    const at = (second: number) => `2026-01-01T00:00:0${second}Z`;
+    const batches = [
+      [{ event: "$pageview", distinct_id: "sp-a", timestamp: at(5), properties: { $set: { k: "late" } } }],
+      [{ event: "$pageview", distinct_id: "sp-a", timestamp: at(1), properties: { $set: { k: "early" } } }],
+      [{ event: "$identify", distinct_id: "sp-a", timestamp: at(2), properties: { $anon_distinct_id: "sp-b" } }],
+      [{ event: "$identify", distinct_id: "sp-c", timestamp: at(3), properties: { $anon_distinct_id: "sp-b" } }],
+    ];
+    for (const batch of batches) expect((await send(service, { api_key: KEY, batch })).status).toBe(200);
+    const facts = await loadFacts(service.db, ["sp-a"]);
+    const byKind = Object.fromEntries(facts.map((fact) => [`${fact.kind}:${fact.name}`, fact]));
+    expect(Object.keys(byKind).sort()).toEqual([
+      `born:${personIdFor("sp-a")}`,
+      "identified:",
+      "joined:sp-b",
+      "property:k",
+    ]);
+    expect(byKind["property:k"]).toMatchObject({ writes: 2 });
+    expect(byKind["property:k"]!.at[0] as string).toBe("2026-01-01 00:00:01.000000");
+    expect(byKind["property:k"]!.last_write.slice(0, 2) as unknown[]).toEqual([1, "2026-01-01 00:00:05.000000"]);
+    expect(byKind["property:k"]!.last_write[4]).toBe('"late"');
+    expect(typeof byKind["property:k"]!.last_write[2]).toBe("number");
+
+    // sp-c joined sp-b only; reading from sp-a finds it through the person they share
+    const shared = await loadLinksSharingPersons(service.db, ["sp-a"]);
+    expect([...shared.keys()].sort()).toEqual(["sp-a", "sp-b", "sp-c"]);
+    expect(new Set([...shared.values()].map((link) => link.personId))).toEqual(new Set([personIdFor("sp-a")]));
+  } finally {
+    await service.stop();
+  }
+});

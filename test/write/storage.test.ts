@@ -1,0 +1,89 @@
+import { afterAll, beforeAll, expect, spyOn, test } from "bun:test";
+import { loadConfig } from "../../src/config";
+import { IngestError } from "../../src/contract/errors";
+import { createSchema } from "../../src/storage/schema";
+import { Storage, storageOptions } from "../../src/write";
+import { captured } from "../helpers/captured";
+import { count } from "../helpers/rows";
+import { clickhouseEnv, send, startService, type TestService } from "../helpers/service";
+
+const KEY = "key-1";
+let service: TestService;
+
+beforeAll(async () => {
+  service = await startService({ PUBLIC_API_KEYS: KEY });
+});
+afterAll(() => service.stop());
+
+test("a failed write is a 500; once the database is repaired, the client's retry succeeds without duplicates", async () => {
+  const body = {
+    api_key: KEY,
+    batch: [
+      {
+        event: "will_fail",
+        distinct_id: "user-500",
+        uuid: "0190b4a1-0000-7000-8000-0000000005a0",
+        timestamp: "2024-06-01T00:00:00Z",
+      },
+    ],
+  };
+  await service.db.command(`DROP TABLE ${service.db.table("sessions_mv")}`);
+  await service.db.command(`DROP TABLE ${service.db.table("events")}`);
+  const logged = spyOn(console, "error").mockImplementation(() => {});
+  try {
+    expect(await send(service, body)).toMatchObject({
+      status: 500,
+      body: { status: "error", error: "Internal server error" },
+    });
+    expect(logged).toHaveBeenCalled();
+  } finally {
+    logged.mockRestore();
+  }
+
+  await createSchema(service.db); // the operator repairs the database; the client retries
+  expect(await send(service, body)).toMatchObject({ status: 200, body: { ingested: 1 } });
+  expect(await send(service, body)).toMatchObject({ status: 200, body: { ingested: 1 } });
+  expect(await count(service.db, "events", "event = 'will_fail'", { final: true })).toBe(1);
+});
+
+test("once closing, the storage refuses new events with a retryable 503, and what it accepted is written", async () => {
+  const config = loadConfig({ ...clickhouseEnv(), CLICKHOUSE_DATABASE: service.config.clickhouse.database });
+  const storage = await Storage.open(storageOptions(config));
+  const { events } = await captured([{ event: "before_close", distinct_id: "closing" }]);
+  const accepted = storage.ingest(events);
+  const closed = storage.close();
+  const refused = await storage.ingest(events).catch((error: unknown) => error);
+  expect(refused).toBeInstanceOf(IngestError);
+  expect(refused).toMatchObject({ code: "shutting_down", status: 503, headers: { "Retry-After": "5" } });
+  await accepted;
+  await closed;
+  expect(await count(service.db, "events", "event = 'before_close'")).toBe(1);
+});
+
+test("past maxQueuedEvents new events are refused with a retryable 503; a batch is taken whenever none wait", async () => {
+  const config = loadConfig({ ...clickhouseEnv(), CLICKHOUSE_DATABASE: service.config.clickhouse.database });
+  const storage = await Storage.open({ ...storageOptions(config), maxQueuedEvents: 1_000 });
+  const batch = async (name: string, size: number) =>
+    (await captured(Array.from({ length: size }, (_, i) => ({ event: name, distinct_id: `queue-${i}` })))).events;
+  const [a, b, c, big] = await Promise.all([
+    batch("queued_a", 800),
+    batch("queued_b", 800),
+    batch("queued_c", 800),
+    batch("queued_big", 5_000),
+  ]);
+  const first = storage.ingest(a); // taken by a flush at once
+  const second = storage.ingest(b); // waits: 800 queued
+  const refused = await storage.ingest(c).catch((error: unknown) => error); // 1,600 would wait: over 1,000
+  expect(refused).toMatchObject({ code: "busy", status: 503, headers: { "Retry-After": "1" } });
+  await Promise.all([first, second]);
+  await storage.ingest(big); // nothing waits: taken, however large
+  await storage.close();
+  const stored = await service.db.rows<{ event: string; n: string | number }>(
+    `SELECT event, count() AS n FROM ${service.db.table("events")} WHERE event LIKE 'queued_%' GROUP BY event ORDER BY event`,
+  );
+  expect(stored.map((row) => [row.event, Number(row.n)])).toEqual([
+    ["queued_a", 800],
+    ["queued_b", 800],
+    ["queued_big", 5_000],
+  ]);
+});

@@ -10,7 +10,14 @@ import { join, resolve } from "node:path";
 
 const ROOT = resolve(import.meta.dir, "..");
 /** What runs in server mode by default: everything that writes or reads the tables. */
-const SUITES = ["test/storage", "test/identity", "test/write", "test/engine", "test/capture/batch.test.ts", "test/docs.test.ts"];
+const SUITES = [
+  "test/storage",
+  "test/identity",
+  "test/write",
+  "test/engine",
+  "test/capture/batch.test.ts",
+  "test/docs.test.ts",
+];
 const PASSWORD = "test-server";
 
 if (process.env.CLICKHOUSE_URL) {

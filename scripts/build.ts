@@ -28,7 +28,7 @@ async function describe(name: string) {
 
 const files = [await describe("libchdb.so"), await describe("chdb_node.node")];
 
-const unpack = join(ROOT, "src", "storage", "embedded", "unpack.ts");
+const unpack = join(ROOT, "src", "engine", "unpack.ts");
 
 /**
  * Two modules replaced: src/engine/files.ts gets the engine files, embedded, with their digests; and
@@ -37,7 +37,7 @@ const unpack = join(ROOT, "src", "storage", "embedded", "unpack.ts");
 const embedEngine: BunPlugin = {
   name: "embedded-chdb",
   setup(build) {
-    build.onLoad({ filter: /[\\/]src[\\/]storage[\\/]embedded[\\/]files\.ts$/ }, () => ({
+    build.onLoad({ filter: /[\\/]src[\\/]engine[\\/]files\.ts$/ }, () => ({
       loader: "ts",
       contents: [
         ...files.map((file, i) => `import file${i} from ${JSON.stringify(file.path)} with { type: "file" };`),

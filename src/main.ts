@@ -2,13 +2,11 @@ import { hostname } from "node:os";
 import type { Server } from "bun";
 import pkg from "../package.json" with { type: "json" };
 import { PendingBytes } from "./capture";
-import { importCommand } from "./cli/import";
-import { queryCommand } from "./cli/query";
-import { type Config, ConfigError, helpText, loadConfig, redacted } from "./config";
+import { importCommand, queryCommand } from "./cli";
+import { type Config, ConfigError, helpText, loadConfig, OperatorError, redacted } from "./config";
 import { ensureWorkerThreads, workerThreadsFor } from "./engine";
 import { serve } from "./http";
 import { QueryEngine, queryEngineOptions, serveQuery } from "./query";
-import { SchemaError } from "./storage";
 import {
   describeError,
   Logger,
@@ -40,7 +38,7 @@ async function main(args: readonly string[]): Promise<void> {
   const log = new Logger(config.logLevel);
   const metrics = new Metrics();
   const storage = await Storage.open(storageOptions(config), storageObserver(log, metrics)).catch((error: unknown) => {
-    if (error instanceof SchemaError) log.error(error.message);
+    if (error instanceof OperatorError) log.error(error.message);
     else log.error("cannot open ClickHouse", { cause: describeError(error) });
     return exit(1);
   });

@@ -11,7 +11,7 @@ import {
   type Rejected,
   runImport,
 } from "../import";
-import { fail } from "./output";
+import { failure } from "./output";
 import { progressView } from "./progress";
 
 export const IMPORT_USAGE = `Usage: ingest import [--url URL --api-key KEY] [--data-dir DIR] [--format NAME] [--resume]
@@ -44,6 +44,32 @@ const STOPPED_BY = { SIGINT: 130, SIGTERM: 143 } as const;
 
 /** `ingest import`: returns the exit status. */
 export async function importCommand(args: readonly string[], env = process.env): Promise<number> {
+  const options = readOptions(args, env);
+  return typeof options === "number" ? options : await runImportCommand(options);
+}
+
+/** What `ingest import` was asked to do, checked, with the defaults filled in. */
+interface ImportCommandOptions {
+  /** Paths, `-` for standard input. */
+  readonly files: readonly string[];
+  readonly config: Config;
+  /** With `--url`: the service to send to, and the project token it is sent with; else this process writes. */
+  readonly service: { readonly url: string; readonly apiKey: string } | undefined;
+  readonly format: FormatName | undefined;
+  /** None when standard input is read: it cannot be resumed, so nothing is kept. */
+  readonly checkpoint: { readonly path: string; readonly resume: boolean } | undefined;
+  /** Where the rejected lines are written, if anywhere. */
+  readonly rejects: string | undefined;
+  readonly strict: boolean;
+  readonly batchSize: number;
+}
+
+/**
+ * The options in `args` and the configuration in `env`, checked in the order the user would fix them; or, when
+ * there is nothing to import, the exit status, its message written: the usage asked for (0), a usage error (2)
+ * or a configuration error (1).
+ */
+function readOptions(args: readonly string[], env: NodeJS.ProcessEnv): ImportCommandOptions | number {
   let parsed: ReturnType<typeof parseOptions>;
   try {
     parsed = parseOptions(args);
@@ -59,63 +85,101 @@ export async function importCommand(args: readonly string[], env = process.env):
   if (batchSize !== undefined && !(Number.isInteger(batchSize) && batchSize > 0)) {
     return usage("--batch-size must be a positive integer");
   }
-  let config: Config;
-  try {
-    const { QUERY_PORT: _query, METRICS_PORT: _metrics, ...settings } = env; // this process serves no port
-    config = loadConfig({ ...settings, ...(values["data-dir"] !== undefined && { DATA_DIR: values["data-dir"] }) });
-  } catch (error) {
-    if (error instanceof ConfigError) return fail(error.message);
-    throw error;
+  const config = loadImportConfig(env, values["data-dir"]);
+  if (typeof config === "number") return config;
+  let service: ImportCommandOptions["service"];
+  if (values.url !== undefined) {
+    const apiKey = values["api-key"] ?? [...config.publicApiKeys][0];
+    if (apiKey === undefined) return usage("--url needs --api-key (or PUBLIC_API_KEYS)");
+    service = { url: values.url, apiKey };
   }
-  const apiKey = values["api-key"] ?? [...config.publicApiKeys][0];
-  if (values.url !== undefined && apiKey === undefined) return usage("--url needs --api-key (or PUBLIC_API_KEYS)");
   const format = values.format;
-  if (format !== undefined && !(FORMAT_NAMES as readonly string[]).includes(format)) {
+  if (format !== undefined && !isFormatName(format)) {
     return usage(`--format must be one of ${FORMAT_NAMES.join(", ")}`);
   }
   const files = positionals.length > 0 ? positionals : ["-"];
   if (values.resume && files.includes("-")) return usage("--resume needs files: standard input cannot be resumed");
+  return {
+    files,
+    config,
+    service,
+    format,
+    checkpoint: files.includes("-")
+      ? undefined
+      : { path: values.checkpoint ?? DEFAULT_CHECKPOINT, resume: values.resume ?? false },
+    rejects: values.rejects,
+    strict: values.strict ?? false,
+    batchSize: batchSize ?? (service !== undefined ? 5000 : 10_000),
+  };
+}
 
-  const rejects = values.rejects === undefined ? undefined : Bun.file(values.rejects).writer();
+/** The configuration from `env`, with `--data-dir` for DATA_DIR; or, when it is wrong, exit status 1, said why. */
+function loadImportConfig(env: NodeJS.ProcessEnv, dataDir: string | undefined): Config | number {
+  try {
+    const { QUERY_PORT: _query, METRICS_PORT: _metrics, ...settings } = env; // this process serves no port
+    return loadConfig({ ...settings, ...(dataDir !== undefined && { DATA_DIR: dataDir }) });
+  } catch (error) {
+    if (error instanceof ConfigError) return failure(error.message);
+    throw error;
+  }
+}
+
+function isFormatName(name: string): name is FormatName {
+  return (FORMAT_NAMES as readonly string[]).includes(name);
+}
+
+/**
+ * Runs the import `options` ask for, with progress on standard error and the summary on standard output, until
+ * it ends or a signal stops it; returns the exit status. The target, the signal handlers and the rejects file are
+ * let go whatever happens.
+ */
+async function runImportCommand(options: ImportCommandOptions): Promise<number> {
+  const rejects = options.rejects === undefined ? undefined : Bun.file(options.rejects).writer();
   const stop = stopOnSignals();
   const progress = progressView();
   let target: ImportTarget | undefined;
   try {
-    const checkpoint = files.includes("-")
-      ? undefined
-      : Checkpoint.open(values.checkpoint ?? DEFAULT_CHECKPOINT, values.resume ?? false);
-    target =
-      values.url !== undefined ? httpTarget(values.url, apiKey!, config.maxBatchBytes) : await directTarget(config);
+    const checkpoint =
+      options.checkpoint === undefined
+        ? undefined
+        : Checkpoint.open(options.checkpoint.path, options.checkpoint.resume);
+    target = await openTarget(options);
     const summary = await runImport({
-      files,
+      files: options.files,
       target,
-      ...(format !== undefined && { format: format as FormatName }),
+      ...(options.format !== undefined && { format: options.format }),
       ...(checkpoint !== undefined && { checkpoint }),
       signal: stop.signal,
       onProgress: (p) => progress.show(p),
       progressEveryMs: progress.everyMs,
-      batchSize: batchSize ?? (values.url !== undefined ? 5000 : 10_000),
-      inFlight: values.url !== undefined ? 4 : 2,
-      maxLineBytes: config.maxBatchBytes,
-      strict: values.strict ?? false,
+      batchSize: options.batchSize,
+      inFlight: options.service !== undefined ? 4 : 2,
+      maxLineBytes: options.config.maxBatchBytes,
+      strict: options.strict,
       onReject: (rejected: Rejected) => {
         rejects?.write(`${JSON.stringify(rejected)}\n`);
       },
     });
     progress.end();
     process.stdout.write(`${JSON.stringify(summary)}\n`);
-    const stopped = stop.status();
-    if (stopped !== undefined) return stopped;
-    return Object.keys(summary.rejected).length > 0 ? 1 : 0;
+    return stop.status() ?? (Object.keys(summary.rejected).length > 0 ? 1 : 0);
   } catch (error) {
     progress.end();
-    if (error instanceof ImportError) return fail(`ingest import: ${error.message}`);
+    if (error instanceof ImportError) return failure(`ingest import: ${error.message}`);
     throw error;
   } finally {
     stop.dispose();
     await target?.close();
     await rejects?.end();
   }
+}
+
+/** The service at `--url`, sent batches over HTTP; else the storage this process writes itself. */
+async function openTarget(options: ImportCommandOptions): Promise<ImportTarget> {
+  const { service, config } = options;
+  return service !== undefined
+    ? httpTarget(service.url, service.apiKey, config.maxBatchBytes)
+    : await directTarget(config);
 }
 
 type StopSignal = keyof typeof STOPPED_BY;

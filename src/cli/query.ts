@@ -3,7 +3,7 @@ import { parseArgs } from "node:util";
 import { type Config, ConfigError, loadConfig } from "../config";
 import { heldBy } from "../engine";
 import { QueryEngine, QueryError, queryEngineOptions } from "../query";
-import { fail } from "./output";
+import { failure } from "./output";
 
 export const QUERY_USAGE = `Usage: ingest query [--format FORMAT] [--database NAME] [--url URL] "SQL"
 
@@ -25,7 +25,7 @@ export async function queryCommand(args: readonly string[], env = process.env): 
   try {
     parsed = parseOptions(args);
   } catch (error) {
-    return fail(`${(error as Error).message}\n\n${QUERY_USAGE}`);
+    return failure(`${(error as Error).message}\n\n${QUERY_USAGE}`);
   }
   const { values, positionals } = parsed;
   if (values.help) {
@@ -33,7 +33,7 @@ export async function queryCommand(args: readonly string[], env = process.env): 
     return 0;
   }
   const sql = positionals.length > 0 ? positionals.join(" ") : await Bun.stdin.text();
-  if (sql.trim() === "") return fail(`No query given.\n\n${QUERY_USAGE}`);
+  if (sql.trim() === "") return failure(`No query given.\n\n${QUERY_USAGE}`);
   const format = values.format ?? (process.stdout.isTTY ? "PrettyCompactMonoBlock" : "TabSeparated");
   const explicit = values.url ?? env.QUERY_URL;
   const target: Target | undefined = explicit
@@ -86,9 +86,9 @@ async function overHttp(target: Target, query: Query, env: NodeJS.ProcessEnv): P
     });
   } catch (error) {
     if (!target.explicit) return undefined;
-    return fail(`Cannot reach the query port at ${target.url}: ${(error as Error).message}`);
+    return failure(`Cannot reach the query port at ${target.url}: ${(error as Error).message}`);
   }
-  if (!response.ok) return fail((await response.text()).trimEnd());
+  if (!response.ok) return failure((await response.text()).trimEnd());
   for await (const chunk of response.body ?? []) await write(chunk);
   return 0;
 }
@@ -100,17 +100,17 @@ async function directly(query: Query, env: NodeJS.ProcessEnv): Promise<number> {
     const { QUERY_PORT: _port, ...settings } = env; // this process serves no port
     config = loadConfig(settings);
   } catch (error) {
-    if (error instanceof ConfigError) return fail(error.message);
+    if (error instanceof ConfigError) return failure(error.message);
     throw error;
   }
   if (config.clickhouse.kind !== "embedded") {
-    return fail("With CLICKHOUSE_URL the data is on the server: query it with its own client, or --url.");
+    return failure("With CLICKHOUSE_URL the data is on the server: query it with its own client, or --url.");
   }
   const dataDir = config.clickhouse.dataDir;
-  if (!existsSync(dataDir)) return fail(`No data in ${dataDir}: set DATA_DIR to the service's data directory.`);
+  if (!existsSync(dataDir)) return failure(`No data in ${dataDir}: set DATA_DIR to the service's data directory.`);
   const held = heldBy(dataDir);
   if (held !== undefined) {
-    return fail(
+    return failure(
       `${held}. Query it through its query port: start it with QUERY_PORT and QUERY_PASSWORD, and run this ` +
         "with the same QUERY_PORT (or QUERY_URL) and QUERY_PASSWORD.",
     );
@@ -130,7 +130,7 @@ async function directly(query: Query, env: NodeJS.ProcessEnv): Promise<number> {
     for await (const chunk of running.chunks()) await write(chunk);
     return 0;
   } catch (error) {
-    if (error instanceof QueryError) return fail(error.text);
+    if (error instanceof QueryError) return failure(error.text);
     throw error;
   } finally {
     await engine.close();

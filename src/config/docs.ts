@@ -14,7 +14,7 @@ export function helpText(): string {
 
 const BACKENDS: Record<Backend, string> = { any: "both", embedded: "embedded", server: "server" };
 
-/** The README's configuration table (`npm run docs` writes it there; a test checks it is current). */
+/** The README's configuration table (`npm run docs` writes it there; test/docs.test.ts checks it is current). */
 export function settingsTable(): string {
   const rows = (Object.values(SETTINGS) as Setting<unknown>[]).map((setting) => [
     `\`${setting.env}\``,

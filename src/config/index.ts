@@ -1,9 +1,9 @@
 export { helpText, settingsTable } from "./docs";
-export { type ClickHouseConfig, type Config, ConfigError, loadConfig, redacted } from "./load";
+export { ConfigError, OperatorError } from "./errors";
+export { type ClickHouseConfig, type Config, loadConfig, redacted } from "./load";
 export {
   ENV_NAMES,
   type Env,
-  FSYNC_LEVELS,
   type Fsync,
   LEVELS,
   type Level,

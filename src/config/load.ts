@@ -1,4 +1,5 @@
 import { type } from "arktype";
+import { ConfigError } from "./errors";
 import { type Backend, type Env, type Fsync, SETTINGS, type Setting, type SettingKey, type Settings } from "./settings";
 
 /** Where the data goes: a ClickHouse server over HTTP, or chDB embedded in this process. */
@@ -34,10 +35,6 @@ type ClickHouseKey =
 
 /** The configuration, read once at startup: every setting of `SETTINGS`, the ClickHouse ones as one target. */
 export type Config = Omit<Settings, ClickHouseKey> & { readonly clickhouse: ClickHouseConfig };
-
-export class ConfigError extends Error {
-  override name = "ConfigError";
-}
 
 /**
  * Reads the configuration once, at startup. Unset and empty variables take their defaults; every bad value

@@ -13,7 +13,7 @@ import { type } from "arktype";
 export const LEVELS = ["debug", "info", "warn", "error"] as const;
 export type Level = (typeof LEVELS)[number];
 
-export const FSYNC_LEVELS = ["none", "merges", "all"] as const;
+const FSYNC_LEVELS = ["none", "merges", "all"] as const;
 export type Fsync = (typeof FSYNC_LEVELS)[number];
 
 /** The environment as the service reads it. */

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
 import { chmod, mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { embeddedFiles } from "./files";
+import { type EmbeddedFile, embeddedFiles } from "./files";
 
 /**
  * The compiled executable carries chDB's native engine inside it (`scripts/build.ts`): the addon
@@ -10,14 +10,6 @@ import { embeddedFiles } from "./files";
  * together, once, into a cache directory, verified against the SHA-256 digests recorded at build time, and
  * loaded from there. Later starts find them verified and load them at once. Run from source, none of this runs.
  */
-
-/** One embedded file: where it lives inside the executable, and what it must be once unpacked. */
-export interface EmbeddedFile {
-  readonly name: string;
-  readonly embeddedPath: string;
-  readonly sha256: string;
-  readonly size: number;
-}
 
 const ADDON = "chdb_node.node";
 const MARKER = "verified.json";

@@ -5,7 +5,7 @@ import type { Person } from "./person";
  * Versions start here: above every version 0.1.0 wrote (microseconds since 1970, below 2^52 until the year 2112),
  * so rows computed from facts replace rows written before facts existed. JavaScript numbers are exact to 2^53.
  */
-export const VERSION_BASE = 2 ** 52;
+const VERSION_BASE = 2 ** 52;
 
 interface Birth {
   readonly distinctId: string;

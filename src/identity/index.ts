@@ -1,2 +1,2 @@
-export { PERSON_ID_NAMESPACE, personIdFor } from "./person";
+export { personIdFor } from "./person";
 export { type IdentityOptions, IdentityResolver, type Resolution } from "./resolver";

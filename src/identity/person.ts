@@ -1,7 +1,7 @@
 import type { Timestamp } from "../contract";
 
 /** person_id = UUIDv5(distinct_id) in this namespace (PostHog's person namespace), for a distinct ID seen first. */
-export const PERSON_ID_NAMESPACE = "932979b4-65c3-4424-8467-0b66ec27bc22";
+const PERSON_ID_NAMESPACE = "932979b4-65c3-4424-8467-0b66ec27bc22";
 
 export function personIdFor(distinctId: string): string {
   return Bun.randomUUIDv5(distinctId, PERSON_ID_NAMESPACE);

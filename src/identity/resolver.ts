@@ -34,7 +34,7 @@ interface CachedGroup {
   complete: boolean;
 }
 
-/** Rows read per query by `preload`: about 50 ms of the engine's time each. */
+/** Rows read per query by `preload`: pages short enough that a flush never waits long behind one. */
 const PRELOAD_PAGE = 10_000;
 
 /**

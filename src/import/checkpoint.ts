@@ -1,7 +1,7 @@
 import { readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { type } from "arktype";
-import { ImportError } from "./read/source";
+import { ImportError } from "./errors";
 
 /** How far a file is acknowledged: every line up to `line`, which ends at `offset` bytes of its (inflated) text. */
 export interface Position {

@@ -1,10 +1,12 @@
 import { resolve } from "node:path";
 import { parseJson } from "../contract";
 import { type Checkpoint, type Position, START } from "./checkpoint";
+import { ImportError } from "./errors";
 import { type ImportEvent, importEvent, type Rejection } from "./events";
 import { detectFormat, FORMATS, type Format, type FormatName, ImportMemory, type Records } from "./formats";
-import { type Line, readSource } from "./read/lines";
-import { ImportError, openSource, sizeOf } from "./read/source";
+import { readSource } from "./read/lines";
+import { openSource, sizeOf } from "./read/source";
+import type { Line } from "./read/types";
 import type { ImportTarget } from "./targets";
 
 /** Why a line, or an item in it, was not imported. */

@@ -2,8 +2,8 @@ import { ingestAccepted } from "../capture";
 import type { Config } from "../config";
 import { heldBy } from "../engine";
 import { Storage, storageOptions } from "../write";
+import { ImportError } from "./errors";
 import type { ImportEvent } from "./events";
-import { ImportError } from "./read/source";
 
 /** Where imported events go: a running service over HTTP, or the storage in this process. */
 export interface ImportTarget {

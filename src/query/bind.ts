@@ -1,4 +1,4 @@
-import { literal } from "../storage";
+import { literal, quoteIdentifier } from "../storage";
 import { QueryError } from "./errors";
 import { OPAQUE, unescapeText } from "./tokens";
 
@@ -37,7 +37,7 @@ export function bindParams(text: string, params: Readonly<Record<string, string>
 const PLACEHOLDER = new RegExp(`${OPAQUE}|\\{\\s*([A-Za-z_][A-Za-z0-9_]*)\\s*:\\s*([^{}]+?)\\s*\\}`, "g");
 
 function boundValue(value: string, type: string): string {
-  if (type === "Identifier") return `\`${value.replace(/[\\`]/g, (char) => `\\${char}`)}\``;
+  if (type === "Identifier") return quoteIdentifier(value);
   if (value === "\\N") return `CAST(NULL AS ${type})`;
   if (type === "String") return literal(unescapeText(value));
   // the engine has no CAST from a string to a Map; its text format reads one (a scalar subquery of one row)

@@ -26,7 +26,7 @@ export const CODES = {
   UNKNOWN_EXCEPTION: 1002,
 } as const;
 
-export type CodeName = keyof typeof CODES;
+type CodeName = keyof typeof CODES;
 
 /** HTTP statuses by error name, as a ClickHouse server maps them; anything else is 500. */
 const STATUS_BY_NAME: Readonly<Record<string, number>> = {

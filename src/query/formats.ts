@@ -11,7 +11,7 @@
  *   XML; Parquet, Arrow, ORC, Avro; Pretty, Markdown, Vertical) is formatted once, over the whole result, which the
  *   port then holds (at most `QUERY_MAX_RESULT_MIB`).
  */
-export type Framing =
+type Framing =
   | { readonly kind: "rows" }
   /** `header` measures the header at the start of a block's output. */
   | { readonly kind: "header"; readonly header: (block: Uint8Array) => number }

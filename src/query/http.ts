@@ -1,9 +1,10 @@
 import { type BodyEncoding, BodyError, readBody, requestUrl } from "../http";
 import type { QueryObserver, QueryOutcome } from "../telemetry";
 import { authenticates, authenticationFailed, type Credentials, credentialsOf } from "./auth";
-import type { QueryEngine, RunningQuery } from "./engine";
+import type { QueryEngine } from "./engine";
 import { QueryError } from "./errors";
 import { readParams } from "./params";
+import type { RunningQuery } from "./running";
 import { MAX_QUERY_BYTES } from "./settings";
 import { sentText } from "./statement";
 

@@ -1,5 +1,6 @@
 export type { Credentials } from "./auth";
-export { QueryEngine, type QueryEngineOptions, queryEngineOptions } from "./engine";
+export { QueryEngine } from "./engine";
 export { QueryError } from "./errors";
 export { handleQuery, type QueryApp } from "./http";
 export { serveQuery } from "./listener";
+export { type QueryEngineOptions, queryEngineOptions } from "./options";

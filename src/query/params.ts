@@ -5,7 +5,7 @@ import { QueryError } from "./errors";
  * them: the query and the port's own parameters, `param_<name>` query parameters, and every other name a
  * setting for this query.
  */
-export interface RequestParams {
+interface RequestParams {
   readonly query: string;
   readonly database: string | undefined;
   readonly defaultFormat: string | undefined;

@@ -1,19 +1,34 @@
+import {
+  ALTER_COMMANDS_REFUSED,
+  COLUMN_EXPRESSIONS,
+  ENGINES,
+  FUNCTIONS_REFUSED,
+  NAMING_FUNCTIONS,
+  PARSE_ONLY,
+  READS,
+  SYSTEM_DATABASES,
+  SYSTEM_TABLES,
+  TABLE_FUNCTIONS,
+  TABLE_SETTINGS_REFUSED,
+  WRITES,
+} from "./allowed";
+import { type AstNode, functionName, literalValue, nodeIdentifier } from "./ast";
 import { QueryError } from "./errors";
 import { identifierName, significant, stringValue, type Token } from "./tokens";
 
 /**
  * What a query on the port may do, judged on the engine's own parse and print of it (`EXPLAIN AST` of the
  * statement as `formatQuery` printed it, and the tokens of that print), never on the client's text. Deny by
- * default: only the statements, table functions, engines and system tables named here pass; only the service's
- * database is reachable. `readonly = 1` on the session is a second wall behind this one, not the first. The
- * threat model and each layer are in docs/query.md#what-the-port-refuses.
+ * default: only the statements, table functions, engines and system tables named in allowed.ts pass; only the
+ * service's database is reachable. `readonly = 1` on the session is a second wall behind this one, not the first.
+ * The threat model and each layer are in docs/query.md#what-the-port-refuses.
  */
 
 /** Whether the query may change data (`QUERY_READONLY=0`, on a POST). */
 export type Access = "read" | "write";
 
 /** What the statement is judged against. */
-export interface Scope {
+interface Scope {
   readonly access: Access;
   /** The service's database. */
   readonly database: string;
@@ -30,9 +45,6 @@ export interface Scope {
   /** Whether a name is a query's setting (rather than a table's, in a CREATE). */
   readonly isQuerySetting: (name: string) => boolean;
 }
-
-/** The databases that are always there; a query reads their tables by their full names, as the policy allows. */
-const SYSTEM_DATABASES = new Set(["system", "information_schema", "INFORMATION_SCHEMA"]);
 
 /** The scope of a query, given every database the engine has (`system.databases`: name and engine). */
 export function scopeOf(
@@ -61,163 +73,6 @@ export function checkUsable(name: string, scope: Scope): void {
   }
 }
 
-/** One node of `EXPLAIN AST`: its type (the label's first word), its label, and its children. */
-export interface AstNode {
-  readonly type: string;
-  readonly label: string;
-  readonly children: AstNode[];
-}
-
-/** Parses `EXPLAIN AST` output: one node a line, children indented one space deeper than their parent. */
-export function parseAst(text: string): AstNode {
-  const root: AstNode = { type: "", label: "", children: [] };
-  const stack: { node: AstNode; depth: number }[] = [{ node: root, depth: -1 }];
-  for (const line of text.split("\n")) {
-    if (line.trim() === "") continue;
-    const depth = line.length - line.trimStart().length;
-    const label = line.trim();
-    const node: AstNode = { type: label.split(" ", 1)[0]!, label, children: [] };
-    while (stack.at(-1)!.depth >= depth) stack.pop();
-    stack.at(-1)!.node.children.push(node);
-    stack.push({ node, depth });
-  }
-  if (root.children.length !== 1) throw QueryError.of("SYNTAX_ERROR", "Expected exactly one statement");
-  return root.children[0]!;
-}
-
-/** The function a `Function <name> [(alias …)] [(children N)]` node calls. */
-function functionName(node: AstNode): string {
-  return node.label.slice("Function ".length).replace(/ \((alias|children) [\s\S]*$/, "");
-}
-
-/** Statements that only read. (`SHOW PROCESSLIST` is not one: it reads `system.processes` past the port's view.) */
-const READS = new Set([
-  "SelectWithUnionQuery",
-  "SelectIntersectExceptQuery",
-  "ShowTables",
-  "ShowColumns",
-  "ShowIndexes",
-  "ShowFunctions",
-  "ShowEngines",
-  "ShowCreateTableQuery",
-  "ShowCreateViewQuery",
-  "ShowCreateDatabaseQuery",
-  "ShowSettingQuery",
-  "ExistsTableQuery",
-  "ExistsDatabaseQuery",
-  "ExistsViewQuery",
-  "DescribeQuery",
-  "CheckQuery",
-  "UseQuery",
-  "Explain",
-]);
-
-/** Statements that change tables, for an operator who allows writes. */
-const WRITES = new Set([
-  "InsertQuery",
-  "CreateQuery",
-  "DropQuery",
-  "TruncateQuery",
-  "AlterQuery",
-  "DeleteQuery",
-  "UpdateQuery",
-  "Rename",
-  "OptimizeQuery",
-]);
-
-/**
- * Table functions that read nothing but their arguments and the service's own tables. Every other one (`file`,
- * `url`, `s3`, `remote`, `mysql`, `executable`, `input`, `dictionary`, `loop`, `mergeTreeIndex`, …) reaches
- * outside or past the port's view.
- */
-const TABLE_FUNCTIONS = new Set([
-  "numbers",
-  "numbers_mt",
-  "zeros",
-  "zeros_mt",
-  "values",
-  "generaterandom",
-  "generate_series",
-  "generateseries",
-  "null",
-  "view",
-  "merge",
-  "format",
-]);
-
-/**
- * Table engines that keep their data in the engine's own directory. `Buffer` and `Merge` name other tables (they
- * must be the service's); `EmbeddedRocksDB` takes no directory.
- */
-const ENGINES =
-  /^(?:(?:Replacing|Summing|Aggregating|Collapsing|VersionedCollapsing|Coalescing)?MergeTree|Memory|Log|TinyLog|StripeLog|Null|Set|Join|Buffer|Merge|EmbeddedRocksDB|GenerateRandom)$/;
-
-/**
- * Scalar functions that read files (`file`, CatBoost models), dictionaries (whose sources are files or servers), the
- * process itself (introspection, also off on the session), or the server's configuration (its paths); those that
- * take a table's structure as a string, whose column expressions the engine evaluates unseen
- * (`structureToProtobufSchema`, `structureToCapnProtoSchema`); and the engine's internal ones (`__getScalar`).
- */
-const FUNCTIONS_REFUSED =
-  /^(?:file|catboostevaluate|modelevaluate|dict.*|addresstoline\w*|addresstosymbol|demangle|getserversetting|structureto\w+schema|__\w+)$/;
-
-/** Functions whose string arguments name a database or a table. */
-const NAMING_FUNCTIONS = /^(?:joinget|joingetornull|hascolumnintable)$/;
-
-/** ALTER commands that write outside the table (backups in `shadow/`) or fetch from elsewhere. */
-const ALTER_COMMANDS_REFUSED = /^AlterCommand (?:FREEZE|UNFREEZE|FETCH)/;
-
-/** Table settings (`CREATE … SETTINGS`, `MODIFY SETTING`) that place data on a disk, a path or another server. */
-const TABLE_SETTINGS_REFUSED = /disk|storage_policy|path|url|endpoint|s3|azure|hdfs|cache|keeper|zookeeper/i;
-
-/**
- * System tables a query may read: the catalogue of the service's tables and the engine's features, and the
- * engine's counters. Not the ones that show the process (`stack_trace`, `symbols`), its files (`server_settings`,
- * `disks`, `detached_parts`, `schema_inference_cache`), other clients' data (`query_cache`,
- * `asynchronous_inserts`, `errors`: other clients' messages quote their bound values), access (`users`, `grants`, `named_collections`) or other servers (`clusters`,
- * `zookeeper`). `processes` and `query_log` are read through the port's own tables (inspect.ts).
- */
-const SYSTEM_TABLES = new Set([
-  "one",
-  "numbers",
-  "numbers_mt",
-  "zeros",
-  "zeros_mt",
-  "databases",
-  "tables",
-  "columns",
-  "data_skipping_indices",
-  "parts",
-  "parts_columns",
-  "projection_parts",
-  "projections",
-  "merges",
-  "mutations",
-  "processes",
-  "query_log",
-  "settings",
-  "settings_changes",
-  "merge_tree_settings",
-  "functions",
-  "aggregate_function_combinators",
-  "table_functions",
-  "table_engines",
-  "database_engines",
-  "formats",
-  "data_type_families",
-  "data_skipping_index_types",
-  "codecs",
-  "collations",
-  "time_zones",
-  "keywords",
-  "contributors",
-  "licenses",
-  "events",
-  "metrics",
-  "asynchronous_metrics",
-  "warnings",
-]);
-
 /**
  * Checks a statement. `formatted` is the engine's multi-line print of it and `line` its single-line print; `ast`
  * is the engine's parse of `formatted`.
@@ -232,7 +87,7 @@ export function checkStatement(ast: AstNode, formatted: string, line: string, sc
   if (ast.type === "CreateQuery" && ast.children.some((child) => child.type === "Dictionary")) {
     throw denied("dictionaries read from files, URLs or other servers");
   }
-  if (ast.type === "UseQuery" && ast.children[0]) checkUsable(identifier(ast.children[0]), scope);
+  if (ast.type === "UseQuery" && ast.children[0]) checkUsable(nodeIdentifier(ast.children[0]), scope);
   if (WRITES.has(ast.type) && writesSystem(ast)) throw denied("The system databases cannot be changed here");
   if (ast.type === "Explain") {
     const explained = ast.children.find((child) => child.type !== "Set");
@@ -320,10 +175,6 @@ function settingsClause(tokens: readonly Token[], start: number): [string, strin
 function isColumnOf(tokens: readonly Token[], index: number): boolean {
   return tokens[index - 1]?.text === "." && index >= 2 && identifierName(tokens[index - 2]!) !== undefined;
 }
-
-/** Functions that only parse or print the SQL in their string arguments: a structure there is text, not a table. */
-const PARSE_ONLY =
-  /^(?:formatquery\w*|normalizequery\w*|normalizedqueryhash\w*|tokenizequery|highlightquery|obfuscatequery\w*)$/;
 
 /** Whether `node` is an argument of a function that only parses it. */
 const isParsedOnly = (parent: AstNode | undefined, grandparent: AstNode | undefined) =>
@@ -429,28 +280,17 @@ function holdsColumnExpression(text: string): boolean {
   );
 }
 
-const COLUMN_EXPRESSIONS = new Set(["DEFAULT", "MATERIALIZED", "ALIAS", "EPHEMERAL", "CHECK", "CONSTRAINT", "TTL"]);
-
 /** A `Buffer`, `Merge` or `merge()` argument that names a database: it must be the service's. */
 function checkNamesDatabase(node: AstNode, name: string, scope: Scope): void {
   const named =
     node.type === "Identifier"
-      ? identifier(node)
+      ? nodeIdentifier(node)
       : node.type === "Literal"
         ? literalValue(node)
         : node.type === "Function" && functionName(node) === "currentDatabase"
           ? scope.database
           : undefined;
   if (named !== scope.database) throw denied(`${name} may only name tables of ${scope.database} here`);
-}
-
-/** An `Identifier <name>` node's name. */
-const identifier = (node: AstNode) => node.label.slice("Identifier ".length).replace(/ \(alias [\s\S]*\)$/, "");
-
-/** A `Literal '<text>'` node's string value (a number's text, otherwise). */
-function literalValue(node: AstNode): string {
-  const text = node.label.slice("Literal ".length);
-  return text.startsWith("'") ? stringValue({ kind: "string", text, start: 0 }) : text;
 }
 
 /**
@@ -461,7 +301,7 @@ function literalValue(node: AstNode): string {
 function writesSystem(ast: AstNode): boolean {
   const names = [
     ...ast.label.split(" ").slice(1),
-    ...ast.children.filter((child) => child.type === "Identifier").map((child) => identifier(child).split(".")[0]!),
+    ...ast.children.filter((child) => child.type === "Identifier").map((child) => nodeIdentifier(child).split(".")[0]!),
   ];
   return names.some((name) => SYSTEM_DATABASES.has(name));
 }

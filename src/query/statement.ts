@@ -1,7 +1,7 @@
 import { type Token, tokens } from "./tokens";
 
 /** An INSERT whose data came with it: the statement, ending in `FORMAT <name>`, and the data's bytes. */
-export interface InlineInsert {
+interface InlineInsert {
   readonly statement: string;
   readonly data: Uint8Array;
   /** The text before the data, as the client sent it. */

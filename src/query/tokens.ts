@@ -3,7 +3,7 @@
  * comments and heredocs begin and end, so that what is found in the text (a placeholder, a database name, the
  * start of an INSERT's data) is found outside them.
  */
-export type TokenKind = "string" | "quoted" | "word" | "number" | "comment" | "space" | "symbol";
+type TokenKind = "string" | "quoted" | "word" | "number" | "comment" | "space" | "symbol";
 
 export interface Token {
   readonly kind: TokenKind;

@@ -10,10 +10,10 @@ export type ClickHouseSettings = Readonly<Record<string, number>>;
 /**
  * Every table here collapses rows by key (Replacing- and AggregatingMergeTree), and every read collapses them again
  * (FINAL, argMax, the -Merge combinators), since rows of separate inserts are only collapsed by merges anyway. So
- * an insert need not collapse its own rows first: 5–10% less time an insert (docs/architecture.md#inserts).
+ * an insert need not collapse its own rows first, which saves time (docs/architecture.md#inserts).
  *
  * A server takes them with each insert (URL parameters, free). chDB's connection would prefix every insert with a
- * `SET` statement (0.3 ms an insert), and its one session keeps a `SET`, so the embedded engine gets them once.
+ * `SET` statement, and its one session keeps a `SET`, so the embedded engine gets them once.
  */
 const INSERT_SETTINGS = { optimize_on_insert: 0 } as const;
 
@@ -22,7 +22,7 @@ const INSERT_SETTINGS = { optimize_on_insert: 0 } as const;
  * suspends a lower-priority query while a higher one runs, so a query on the port yields the cores to a flush
  * (docs/query.md#how-a-query-runs). 0 would mean no priority at all.
  */
-export const WRITE_PATH_PRIORITY = 1;
+const WRITE_PATH_PRIORITY = 1;
 const WRITE_PATH_SETTINGS = { priority: WRITE_PATH_PRIORITY } as const;
 
 /**
@@ -105,7 +105,7 @@ export class ClickHouse {
   /**
    * Inserts rows (objects of one shape, as the row builders make them) as JSONCompactEachRow: arrays in the order
    * of the first row's columns, named once. ClickHouse parses that faster than an object a row (no key to match
-   * per field): 8–17% less time for the persons and links inserts, 4–7% for events (docs/architecture.md#inserts).
+   * per field; docs/architecture.md#inserts).
    */
   async insert<Row extends object>(table: string, rows: readonly Row[]): Promise<void> {
     if (rows.length === 0) return;

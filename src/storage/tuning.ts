@@ -9,7 +9,7 @@ import type { ClickHouse } from "./clickhouse";
  *
  * - Every table removes its outdated parts one at a time. Past 100 at once (`concurrent_part_removal_threshold`),
  *   the engine removes them on up to 128 threads, each renaming and deleting part directories in the same table
- *   directory, and an insert's own lookups and rename there waited 100–400 ms for that directory's lock.
+ *   directory, and an insert's own lookups and rename there waited for that directory's lock.
  * - `events` and `sessions`, which take a part with every flush, merge at most 4 parts at a time instead of up
  *   to 100: a merge holds read and write buffers for every column of every part it merges, so this lowers the
  *   peak memory under load at the same rate.

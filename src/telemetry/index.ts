@@ -1,6 +1,6 @@
 export { serveMetrics } from "./listener";
 export { describeError, Logger } from "./log";
-export { Metrics, type PartsReadOptions, type ScrapeSources } from "./metrics";
+export { Metrics, type ScrapeSources } from "./metrics";
 export {
   type Answer,
   type CacheObserver,

@@ -34,10 +34,10 @@ export function eventRow(event: CapturedEvent, personId: string): EventRow {
 }
 
 /** ClickHouse refuses an insert whose rows fall into more partitions than this (`max_partitions_per_insert_block`). */
-export const MAX_PARTITIONS_PER_INSERT = 100;
+const MAX_PARTITIONS_PER_INSERT = 100;
 
 /** The `events` partition a row falls into: `toYYYYMM(timestamp)`. */
-export function eventPartition(row: EventRow): string {
+function eventPartition(row: EventRow): string {
   return row.timestamp.slice(0, 7);
 }
 

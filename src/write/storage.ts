@@ -2,7 +2,7 @@ import type { ClickHouseConfig, Config } from "../config";
 import type { CapturedEvent, EventSink } from "../contract";
 import { fail } from "../contract";
 import { type IdentityOptions, IdentityResolver } from "../identity";
-import { ClickHouse, createSchema, isDataError, literal, tuneEmbeddedEngine } from "../storage";
+import { ClickHouse, clusterInsertSettings, createSchema, isDataError, literal, tuneEmbeddedEngine } from "../storage";
 import type { FlushPhases, StorageObserver } from "../telemetry";
 import { GroupCommit } from "./group-commit";
 import { eventInserts, eventRow } from "./rows";
@@ -81,6 +81,7 @@ export class Storage implements EventSink {
     let eventsDb = db;
     try {
       await createSchema(db, observer?.schemaRepaired);
+      db.setInsertSettings(await clusterInsertSettings(db));
       if (options.clickhouse.kind === "embedded") {
         await tuneEmbeddedEngine(db, options.clickhouse.fsync);
         eventsDb = await ClickHouse.connect(options.clickhouse);

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { acceptEvents } from "../../src/capture/validate";
+import { acceptEvents, verdictOf } from "../../src/capture/validate";
 import { type Case, harness, inProcess, runCases } from "../helpers/cases";
 
 const KEY = "key-1";
@@ -221,5 +221,39 @@ describe("acceptEvents", () => {
     ]) {
       expect(accept({ event: "e", distinct_id: "a", uuid })?.uuid).toBeUndefined();
     }
+  });
+});
+
+describe("verdictOf", () => {
+  test("each item gets one verdict: accepted, dropped with its reason, or invalid with its reason", () => {
+    const deep = JSON.parse(`${"[".repeat(70)}${"]".repeat(70)}`);
+    const cases: [unknown, string][] = [
+      [{ event: "e", distinct_id: "u" }, "accepted"],
+      ["text", "not an event"],
+      [[{ event: "e", distinct_id: "u" }], "not an event"],
+      [null, "not an event"],
+      [{ distinct_id: "u" }, "no event name"],
+      [{ event: "", distinct_id: "u" }, "no event name"],
+      [{ event: "e" }, "no distinct ID"],
+      [{ event: "e", distinct_id: "" }, "no distinct ID"],
+      [{ event: "e", distinct_id: "u", timestamp: "yesterday" }, "invalid timestamp"],
+      // an item that would be dropped still fails the request for what it sends wrong
+      [{ timestamp: 12 }, "invalid timestamp"],
+      [{ event: "e", distinct_id: "u", properties: { deep } }, "nested too deep"],
+      [{ $set: { deep } }, "nested too deep"],
+    ];
+    for (const [item, expected] of cases) {
+      const verdict = verdictOf(item);
+      expect({ item, verdict: verdict.kind === "accepted" ? "accepted" : verdict.reason }).toEqual({
+        item,
+        verdict: expected,
+      });
+    }
+  });
+
+  test("the API fails a request on its first invalid item, naming it, and counts dropped ones", () => {
+    const batch = [{ event: "e", distinct_id: "u" }, "x", { event: "e", distinct_id: "u", timestamp: "no" }];
+    expect(() => acceptEvents(batch)).toThrow("Invalid timestamp in batch[2]");
+    expect(acceptEvents(batch.slice(0, 2))).toMatchObject({ dropped: 1, events: [{ event: "e", distinctId: "u" }] });
   });
 });

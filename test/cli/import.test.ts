@@ -134,6 +134,29 @@ describe.skipIf(!embedded)("ingest import on a data directory", () => {
       "--resume needs files: standard input cannot be resumed",
     ]);
   });
+
+  test("--help is the usage on standard output; the other checks go in order, a bad configuration exiting 1", async () => {
+    const badConfig = { MAX_BATCH_BYTES: "lots" };
+    const [help, unknown, noKey, config, sizeFirst, configFirst] = await Promise.all([
+      ingestImport(["--help", "--batch-size", "0"]),
+      ingestImport(["--nope", "x.jsonl"]),
+      ingestImport(["--url", "http://127.0.0.1:9/", "x.jsonl"], { PUBLIC_API_KEYS: "" }),
+      ingestImport(["x.jsonl"], badConfig),
+      ingestImport(["--batch-size", "0", "x.jsonl"], badConfig),
+      ingestImport(["--format", "csv", "x.jsonl"], badConfig),
+    ]);
+    expect([help.code, help.stderr]).toEqual([0, ""]);
+    expect(help.stdout).toStartWith("Usage: ingest import");
+    expect([unknown.code, unknown.stderr]).toEqual([2, expect.stringContaining("Usage: ingest import")]);
+    expect(unknown.stderr).toContain("--nope");
+    expect([noKey.code, noKey.stderr.split("\n")[0]]).toEqual([2, "--url needs --api-key (or PUBLIC_API_KEYS)"]);
+    expect(config.code).toBe(1);
+    expect(config.stderr).toStartWith("Invalid configuration:\n");
+    expect(config.stderr).toContain("MAX_BATCH_BYTES");
+    expect(config.stderr).not.toContain("Usage:");
+    expect([sizeFirst.code, sizeFirst.stderr.split("\n")[0]]).toEqual([2, "--batch-size must be a positive integer"]);
+    expect([configFirst.code, configFirst.stderr]).toEqual([1, config.stderr]);
+  });
 });
 
 describe.skipIf(!embedded)("stopping and resuming", () => {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { HOLD_GRACE_S } from "../../src/query/engine";
+import { HOLD_GRACE_S } from "../../src/query/running";
 import { MAX_SESSIONS } from "../../src/query/sessions";
 import { processEnv, startProcess } from "../helpers/process";
 import { startService, type TestService } from "../helpers/service";

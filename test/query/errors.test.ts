@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { CODES } from "../../src/query/errors";
-import type { ClickHouse } from "../../src/storage/clickhouse";
+import type { ClickHouse } from "../../src/storage";
 import { openDb, uniqueDatabase } from "../helpers/service";
 
 // The error codes the port raises itself are ClickHouse's own: the engine names each one as the port does.

@@ -163,12 +163,22 @@ describe("what an instance sends a cluster's node", () => {
   });
 });
 
-describe("a database made for the other layout, or a cluster the server does not know", () => {
-  const refusal = (options: StandInOptions, env: Record<string, string> = {}) =>
-    openAndWrite(options, env).then(
-      () => undefined,
-      (error: unknown) => error,
-    );
+describe("a database made for the other layout, or a cluster the server does not know, is refused before any DDL", () => {
+  /** Why the storage would not open, after checking that it sent no DDL first: a refused database is left as it was. */
+  const refusal = async (options: StandInOptions, env: Record<string, string> = {}) => {
+    const clickhouse = standInClickHouse(options);
+    try {
+      const config = loadConfig({ CLICKHOUSE_URL: clickhouse.url, ...env });
+      const error = await Storage.open(storageOptions(config)).then(
+        async (storage) => storage.close(),
+        (caught: unknown) => caught,
+      );
+      expect(clickhouse.recorded.map((r) => r.statement).filter((s) => /^(CREATE|ALTER|DROP)\b/i.test(s))).toEqual([]);
+      return error;
+    } finally {
+      await clickhouse.stop();
+    }
+  };
 
   test("a one-server database under CLICKHOUSE_CLUSTER is refused: its tables would hold one node's rows", async () => {
     const error = await refusal({ cluster, tables: allTables() }, { CLICKHOUSE_CLUSTER: CLUSTER });

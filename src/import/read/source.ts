@@ -1,10 +1,6 @@
 import { statSync } from "node:fs";
 import { detachStdin } from "../../engine";
-
-/** A file (or standard input) that cannot be read as an import: the message names it and says why. */
-export class ImportError extends Error {
-  override name = "ImportError";
-}
+import { ImportError } from "../errors";
 
 /** What a source yields: its bytes, inflated when it was gzip. */
 export interface Source {

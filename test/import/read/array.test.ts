@@ -65,6 +65,26 @@ describe("readArray", () => {
       { number: 3, text: '{"cut": ' },
     ]);
   });
+
+  for (const size of [1, 4096]) {
+    test(`only what is inside the array; each end and position exact; a string not UTF-8 told (${size} bytes)`, async () => {
+      const bytes = Buffer.concat([
+        Buffer.from('x [\n  1, "a\\"]",\n  {"b": [2]} , "'),
+        Buffer.from([0xff]),
+        Buffer.from('",\n  true]\n[3]\n'),
+      ]);
+      const chunks = async function* () {
+        for (let at = 0; at < bytes.length; at += size) yield bytes.subarray(at, at + size);
+      };
+      expect(await all(readArray(chunks(), 1024, { line: 0, offset: 0 }))).toEqual([
+        { number: 2, text: "1", after: { line: 1, offset: 7 } }, // a number ends at the comma after it
+        { number: 2, text: '"a\\"]"', after: { line: 1, offset: 15 } }, // an escaped quote does not close a string
+        { number: 3, text: '{"b": [2]}', after: { line: 2, offset: 29 } },
+        { number: 3, reason: "not UTF-8", after: { line: 2, offset: 35 } },
+        { number: 4, text: "true", after: { line: 3, offset: 43 } }, // a literal ends at the array's ], the last
+      ]);
+    });
+  }
 });
 
 describe("readSource", () => {

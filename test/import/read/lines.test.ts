@@ -1,8 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { ImportError } from "../../../src/import";
 import { readLines } from "../../../src/import/read/lines";
-import { ImportError, openSource } from "../../../src/import/read/source";
+import { openSource } from "../../../src/import/read/source";
 import { scratchDir } from "../../helpers/scratch";
 
 /** A stream of `chunks`, as a file read in pieces would give them. */

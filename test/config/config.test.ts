@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { ConfigError, ENV_NAMES, loadConfig, redacted, SETTINGS, type Setting } from "../src/config";
+import { ConfigError, ENV_NAMES, loadConfig, redacted, SETTINGS, type Setting } from "../../src/config";
 
 describe("loadConfig", () => {
   test("defaults: port 8000, 10000 events, 20 MiB, embedded ClickHouse in ./data, backend ingest off", () => {

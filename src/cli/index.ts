@@ -1,0 +1,2 @@
+export { importCommand } from "./import";
+export { queryCommand } from "./query";

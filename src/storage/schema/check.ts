@@ -1,0 +1,79 @@
+import { OperatorError } from "../../config";
+import type { ClickHouse } from "../clickhouse";
+import { literal } from "../sql";
+import type { SchemaObject } from "./tables";
+
+/** The database does not hold the tables this service writes, in a way it will not repair by itself. */
+export class SchemaError extends OperatorError {
+  override name = "SchemaError";
+}
+
+/**
+ * Checks the engines of the tables and the view that exist (`engines`, by name) before anything is created: a table
+ * of another engine was made for the other layout (one server or a cluster), and is a `SchemaError`.
+ */
+export function checkEngines(
+  db: ClickHouse,
+  objects: readonly SchemaObject[],
+  engines: ReadonlyMap<string, string>,
+): void {
+  const { cluster } = db;
+  for (const object of objects) {
+    const engine = engines.get(object.name);
+    if (engine !== undefined && !sameEngine(engine, object.engine, cluster !== undefined)) {
+      throw new SchemaError(
+        `Table ${db.table(object.name)} is a ${engine}, but ${cluster === undefined ? "on one server" : `on cluster ${cluster}`} ` +
+          `this service writes a ${object.engine} there: the database was made ${cluster === undefined ? "with" : "without"} ` +
+          "CLICKHOUSE_CLUSTER. Set CLICKHOUSE_DATABASE to another database, or migrate the tables, and start again.",
+      );
+    }
+  }
+}
+
+/**
+ * Whether a table's engine is the one the layout needs. On one server the replicated and shared variants of the
+ * engine do as well (a `Replicated` database, ClickHouse Cloud); on a cluster a table that is not replicated would
+ * hold one node's rows only.
+ */
+function sameEngine(found: string, wanted: string, cluster: boolean): boolean {
+  const family = (engine: string) => engine.replace(/^(Replicated|Shared)(?=\w*MergeTree$)/, "");
+  if (found === wanted || found === `Shared${family(wanted)}`) return true;
+  return !cluster && family(found) === wanted;
+}
+
+/** Told of each column the schema check added. */
+export type RepairObserver = (table: string, column: string, type: string) => void;
+
+export const warnRepair: RepairObserver = (table, column, type) =>
+  console.warn(`Schema: ${table} had no column ${column}; adding it as ${type}.`);
+
+/**
+ * Checks the columns of the schema's tables: a missing column is added (safe: it only gets its default in old
+ * rows); a column of another type is a `SchemaError` naming the table, because writing on would silently lose or
+ * mangle data. Extra columns are left alone.
+ */
+export async function checkColumns(
+  db: ClickHouse,
+  objects: readonly SchemaObject[],
+  onCluster: string,
+  onRepair: RepairObserver,
+): Promise<void> {
+  const rows = await db.rows<{ table: string; name: string; type: string }>(
+    `SELECT table, name, type FROM system.columns WHERE database = ${literal(db.database)}`,
+  );
+  for (const object of objects) {
+    const existing = new Map(rows.filter((row) => row.table === object.name).map((row) => [row.name, row.type]));
+    for (const [name, type] of Object.entries(object.columns ?? {})) {
+      const found = existing.get(name);
+      if (found === undefined) {
+        onRepair(db.table(object.name), name, type);
+        await db.command(`ALTER TABLE ${db.table(object.name)}${onCluster} ADD COLUMN IF NOT EXISTS ${name} ${type}`);
+      } else if (found !== type) {
+        throw new SchemaError(
+          `Table ${db.table(object.name)} has column ${name} of type ${found}, but this service writes ${type}: ` +
+            "migrate or drop the table (or set CLICKHOUSE_DATABASE to another database) and start again.",
+        );
+      }
+    }
+  }
+}

@@ -29,7 +29,7 @@ export const FLOORS: readonly Floor[] = [
   { folder: "capture", says: "a batch's head, payload and events checked", uses: ["config", "contract"] },
   {
     folder: "http",
-    says: "the ingest listener: /batch/, /health, CORS",
+    says: "the listeners: /batch/, /health, CORS, /metrics",
     uses: ["capture", "config", "contract", "telemetry"],
   },
   {

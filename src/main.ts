@@ -5,17 +5,9 @@ import { PendingBytes } from "./capture";
 import { importCommand, queryCommand } from "./cli";
 import { type Config, ConfigError, helpText, loadConfig, OperatorError, redacted } from "./config";
 import { ensureWorkerThreads, workerThreadsFor } from "./engine";
-import { serve } from "./http";
+import { serve, serveMetrics } from "./http";
 import { QueryEngine, queryEngineOptions, serveQuery } from "./query";
-import {
-  describeError,
-  Logger,
-  Metrics,
-  queryObserver,
-  requestObserver,
-  serveMetrics,
-  storageObserver,
-} from "./telemetry";
+import { describeError, Logger, Metrics, queryObserver, requestObserver, storageObserver } from "./telemetry";
 import { Storage, storageOptions } from "./write";
 
 const USAGE = `ingest ${pkg.version}: PostHog-style event batches into ClickHouse.

@@ -14,7 +14,7 @@ import {
 import { failure } from "./output";
 import { progressView } from "./progress";
 
-export const IMPORT_USAGE = `Usage: ingest import [--url URL --api-key KEY] [--data-dir DIR] [--format NAME] [--resume]
+const IMPORT_USAGE = `Usage: ingest import [--url URL --api-key KEY] [--data-dir DIR] [--format NAME] [--resume]
                     [--checkpoint FILE] [--rejects FILE] [--strict] [--batch-size N] FILE...
 
 Imports events from files of JSON lines or of one JSON array (plain or gzip; - or no FILE reads standard

@@ -5,7 +5,7 @@ import { heldBy } from "../engine";
 import { QueryEngine, QueryError, queryEngineOptions } from "../query";
 import { failure } from "./output";
 
-export const QUERY_USAGE = `Usage: ingest query [--format FORMAT] [--database NAME] [--url URL] "SQL"
+const QUERY_USAGE = `Usage: ingest query [--format FORMAT] [--database NAME] [--url URL] "SQL"
 
 Runs one query and prints its result: a table on a terminal, TabSeparated otherwise (or --format).
 The SQL may also come on standard input. It asks a running service's query port: --url, else QUERY_URL,

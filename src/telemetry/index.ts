@@ -1,4 +1,3 @@
-export { serveMetrics } from "./listener";
 export { describeError, Logger } from "./log";
 export { Metrics, type ScrapeSources } from "./metrics";
 export {

@@ -1,6 +1,7 @@
 import type { Server } from "bun";
 import type { Config } from "../config";
-import type { Metrics, ScrapeSources } from "./metrics";
+import type { Metrics, ScrapeSources } from "../telemetry";
+import { requestUrl } from "./body";
 
 /** Starts the metrics listener on `METRICS_PORT` (`GET /metrics`, nothing else), when it is set. */
 export function serveMetrics(config: Config, metrics: Metrics, sources: ScrapeSources): Server<undefined> | undefined {
@@ -10,8 +11,7 @@ export function serveMetrics(config: Config, metrics: Metrics, sources: ScrapeSo
     port: config.metricsPort,
     development: false,
     fetch: async (request) => {
-      // Without a Host header (HTTP/1.0) Bun hands over a relative URL.
-      if (URL.parse(request.url, "http://localhost")?.pathname !== "/metrics") {
+      if (requestUrl(request)?.pathname !== "/metrics") {
         return new Response("Not found\n", { status: 404 });
       }
       return new Response(await metrics.scrape(sources), { headers: { "Content-Type": metrics.contentType } });

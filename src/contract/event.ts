@@ -2,7 +2,7 @@ import { isRawNumber, numberText } from "./json";
 
 /**
  * The event model both sides share: what capture hands over once a request has passed every check, and the
- * sink it hands it to. `capture/` produces these and `storage/` consumes them; neither imports the other.
+ * sink it hands it to. `capture/` produces these and `write/` consumes them; neither imports the other.
  */
 
 export type Properties = Record<string, unknown>;

@@ -4,7 +4,7 @@ import { literal } from "../storage";
 import type { FactRow } from "./facts";
 import type { Link, Person } from "./person";
 
-// The SQL that reads facts, links and persons (rows.ts has the rows that write them). ClickHouse lets an alias
+// The SQL that reads facts, links and persons (./rows.ts has the rows that write them). ClickHouse lets an alias
 // shadow a column of the same name, in WHERE and inside aggregates too, so no alias below reuses a column name.
 
 interface LinkRecord {

@@ -20,7 +20,8 @@ export interface StorageOptions {
 
 /**
  * The storage's options as the configuration sets them. Embedded, chDB locks the data directory to this process,
- * so it is the only writer of its tables; on a server, other instances may write too.
+ * so it is the only writer of its tables, unless its query port takes writes (`QUERY_READONLY=0`): then other
+ * instances may write through it, as they may on a server, and it writes as one of several.
  */
 export function storageOptions(config: Config): StorageOptions {
   return {
@@ -29,7 +30,7 @@ export function storageOptions(config: Config): StorageOptions {
     maxQueuedEvents: config.maxQueuedEvents,
     flushLingerMs: config.flushLingerMs,
     identity: {
-      soleWriter: config.clickhouse.kind === "embedded",
+      soleWriter: config.clickhouse.kind === "embedded" && (config.queryPort === undefined || config.queryReadonly),
       cacheTtlMs: config.linkCacheTtlMs,
       cacheCapacity: config.linkCacheEntries,
       personCacheBytes: config.personCacheMiB * 2 ** 20,

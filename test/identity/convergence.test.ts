@@ -6,7 +6,8 @@ import { processEnv, type RunningService, startProcess } from "../helpers/proces
 import { count, events, links, persons } from "../helpers/rows";
 
 /**
- * Three service processes over one engine, each one of several writers: clients send random identity traffic
+ * Three service processes over one engine, each one of several writers, and the engine's own service, whose
+ * writable query port they write through, taking traffic beside them: clients send random identity traffic
  * over shared IDs to all of them at once, the same persons are merged on different instances at the same moment,
  * and each instance in turn is killed with SIGKILL while it has requests in flight (so, often, between the
  * inserts of a flush), then started again. At rest, after
@@ -30,7 +31,15 @@ beforeAll(async () => {
   } else {
     // the engine: a service whose writable query port the instances use as their ClickHouse server
     engine = await startProcess(
-      processEnv({ QUERY_PORT: "0", QUERY_PASSWORD: PASSWORD, QUERY_READONLY: "0", QUERY_CONCURRENCY: "64" }),
+      processEnv({
+        CLICKHOUSE_DATABASE: base.CLICKHOUSE_DATABASE!,
+        QUERY_PORT: "0",
+        QUERY_PASSWORD: PASSWORD,
+        QUERY_READONLY: "0",
+        QUERY_CONCURRENCY: "64",
+        PUBLIC_API_KEYS: KEY,
+        LINK_CACHE_TTL_MS: "200",
+      }),
     );
     const { DATA_DIR: _, ...rest } = base;
     instanceEnv = { ...rest, CLICKHOUSE_URL: engine.started.query!, CLICKHOUSE_PASSWORD: PASSWORD };
@@ -69,6 +78,8 @@ test(`three instances, simultaneous merges and a SIGKILL mid-flush converge to w
   const sessions = Array.from({ length: 8 }, (_, i) => `session-${i}`);
   const instances: RunningService[] = [];
   for (let i = 0; i < 3; i++) instances.push(await startProcess({ ...instanceEnv }));
+  // the embedded engine's own service takes traffic too: it writes beside the others through its writable port
+  const writers = () => (engine === undefined ? instances : [...instances, engine]);
   const sent: ModelEvent[] = [];
   let retries = 0;
   let killing = true; // clients keep sending until every kill has happened, so each kill meets traffic
@@ -82,7 +93,7 @@ test(`three instances, simultaneous merges and a SIGKILL mid-flush converge to w
     const client = async (c: number) => {
       for (let b = 0; b < BATCHES_PER_CLIENT || killing; b++) {
         const batch = batchOf(1 + rng.int(15));
-        retries += (await sendUntilAcknowledged(() => instances[(c + b + rng.int(2)) % 3]!, batch)) - 1;
+        retries += (await sendUntilAcknowledged(() => writers()[(c + b + rng.int(2)) % writers().length]!, batch)) - 1;
         sent.push(...batch);
       }
     };
@@ -104,7 +115,9 @@ test(`three instances, simultaneous merges and a SIGKILL mid-flush converge to w
             properties: { $anon_distinct_id: anon, $set: { merged: round }, $session_id: sessions[0] },
           } satisfies ModelEvent,
         ]);
-        await Promise.all(merges.map((batch, i) => sendUntilAcknowledged(() => instances[i]!, batch)));
+        await Promise.all(
+          merges.map((batch, i) => sendUntilAcknowledged(() => writers()[(i + 1) % writers().length]!, batch)),
+        );
         for (const batch of merges) sent.push(...batch);
       }
     };

@@ -87,3 +87,12 @@ test("past maxQueuedEvents new events are refused with a retryable 503; a batch 
     ["queued_big", 5_000],
   ]);
 });
+
+test("embedded, the service is the sole writer of its tables unless its query port takes writes", () => {
+  const soleWriter = (env: Record<string, string>) =>
+    storageOptions(loadConfig({ DATA_DIR: "/tmp/any", ...env })).identity.soleWriter;
+  expect(soleWriter({})).toBe(true);
+  expect(soleWriter({ QUERY_PORT: "8123", QUERY_PASSWORD: "pw" })).toBe(true);
+  expect(soleWriter({ QUERY_PORT: "8123", QUERY_PASSWORD: "pw", QUERY_READONLY: "0" })).toBe(false);
+  expect(soleWriter({ CLICKHOUSE_URL: "http://127.0.0.1:8123" })).toBe(false);
+});

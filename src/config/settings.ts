@@ -176,6 +176,13 @@ export const SETTINGS = {
     help: "With other instances writing: how long a cached link may serve events that change no person.",
     backend: "server",
   }),
+  repairIntervalS: setting({
+    env: "REPAIR_INTERVAL_S",
+    parse: type("string.integer.parse").to("0 <= number.integer <= 3600"),
+    default: 60,
+    help: "How often identity facts no person reflects yet (a write that failed half-way, never retried) are derived (0: only at startup).",
+    backend: "any",
+  }),
   personCacheMiB: setting({
     env: "PERSON_CACHE_MIB",
     parse: positive,

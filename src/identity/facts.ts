@@ -46,6 +46,15 @@ export interface FactRow {
   writes: number;
 }
 
+/** A fact as inserted: stamped with when it was written, which the repair sweep reads facts by (repair.ts). */
+export type WrittenFact = FactRow & { readonly written_at: string };
+
+/** The facts, stamped with the time they are written (milliseconds, UTC, as `written_at` holds it). */
+export function stamped(facts: readonly FactRow[], now: Date = new Date()): WrittenFact[] {
+  const writtenAt = now.toISOString().slice(0, 23).replace("T", " ");
+  return facts.map((fact) => ({ ...fact, written_at: writtenAt }));
+}
+
 export const EPOCH = "1970-01-01 00:00:00.000000" as Timestamp;
 const NO_WRITE: LastWrite = [0, EPOCH, 0, 0, ""];
 const NO_FIRST_ONCE: FirstOnce = [1, EPOCH, 0, ""];

@@ -1,2 +1,4 @@
+export { stamped, type WrittenFact } from "./facts";
 export { personIdFor } from "./person";
-export { type IdentityOptions, IdentityResolver, type Resolution } from "./resolver";
+export { factsWrittenBetween, latestFactWrite } from "./person-store";
+export { type IdentityOptions, IdentityResolver, type Repair, type Resolution } from "./resolver";

@@ -139,3 +139,40 @@ export async function loadPersons(db: ClickHouse, personIds: readonly string[]):
     ]),
   );
 }
+
+/** The highest stored version of each of these persons; unknown ones are absent. */
+export async function personVersions(db: ClickHouse, personIds: readonly string[]): Promise<Map<string, number>> {
+  const query = (ids: string) =>
+    `SELECT toString(id) AS person, max(version) AS latest_version FROM ${db.table("persons")}
+     WHERE id IN ${ids} GROUP BY id`;
+  const rows = await db.rowsIn<{ person: string; latest_version: Int64 }>(personIds, query);
+  return new Map(rows.map((row) => [row.person, Number(row.latest_version)]));
+}
+
+/** When the latest fact was written (`written_at`, milliseconds); undefined when none has a time. */
+export async function latestFactWrite(db: ClickHouse): Promise<number | undefined> {
+  const [row] = await db.rows<{ latest: Int64 }>(
+    `SELECT toUnixTimestamp64Milli(max(written_at)) AS latest FROM ${db.table("identity_facts")}`,
+  );
+  const latest = Number(row?.latest ?? 0);
+  return latest > 0 ? latest : undefined;
+}
+
+/**
+ * The distinct IDs whose facts were written after `after` and up to `upTo` (milliseconds), the earliest written
+ * first, at most `limit`; with when the last of them was written.
+ */
+export async function factsWrittenBetween(
+  db: ClickHouse,
+  after: number,
+  upTo: number,
+  limit: number,
+): Promise<{ readonly ids: string[]; readonly last: number | undefined }> {
+  const rows = await db.rows<{ distinct_id: string; latest: Int64 }>(
+    `SELECT distinct_id, toUnixTimestamp64Milli(max(written_at)) AS latest FROM ${db.table("identity_facts")}
+     WHERE written_at > fromUnixTimestamp64Milli(${Math.trunc(after)}, 'UTC')
+       AND written_at <= fromUnixTimestamp64Milli(${Math.trunc(upTo)}, 'UTC')
+     GROUP BY distinct_id ORDER BY latest, distinct_id LIMIT ${Math.trunc(limit)}`,
+  );
+  return { ids: rows.map((row) => row.distinct_id), last: rows.length === 0 ? undefined : Number(rows.at(-1)!.latest) };
+}

@@ -4,11 +4,11 @@ import type { CacheObserver, Preloaded } from "../telemetry";
 import { ArrivalClock } from "./arrival-clock";
 import { cachePerson, type LinkCache, linkCache, type PersonCache, personCache } from "./cache";
 import { Component, components } from "./component";
-import { type FactRow, factsOf } from "./facts";
+import { type FactRow, factsOf, stamped } from "./facts";
 import { legacyFacts } from "./legacy";
 import type { Link } from "./person";
 import { type PersonIntent, personIntentOf } from "./person-rules";
-import { allLinks, loadFacts, loadLinks, loadLinksSharingPersons } from "./person-store";
+import { allLinks, loadFacts, loadLinks, loadLinksSharingPersons, personVersions } from "./person-store";
 import { type DistinctIdRow, linkRow, type PersonRow, personRow } from "./rows";
 
 export interface IdentityOptions {
@@ -49,6 +49,12 @@ export interface Prepared {
   readonly intents: readonly PersonIntent[];
   /** The link of every distinct ID the events name that had one, from the cache or read. */
   readonly known: ReadonlyMap<string, Link>;
+}
+
+/** What a repair found to write: persons and links behind the facts they are derived from. */
+export interface Repair {
+  readonly persons: readonly PersonRow[];
+  readonly distinctIds: readonly DistinctIdRow[];
 }
 
 /** What a flush resolved to, once its facts are written: each event's person and the rows to write. */
@@ -238,6 +244,54 @@ export class IdentityResolver {
     return groups;
   }
 
+  /**
+   * The rows that bring the persons and links of the components of `ids` up to all their facts, derived as a
+   * flush derives them: only those whose stored row is missing, elsewhere or of a lower version
+   * (docs/scale-out.md#repair). Writes nothing itself; `repaired` takes what was written.
+   */
+  async repair(ids: readonly string[]): Promise<Repair> {
+    const current = new Map<string, Link>();
+    const derived = await this.#readComponents(new Set(ids), current, []);
+    const candidates: PersonRow[] = [];
+    const distinctIds: DistinctIdRow[] = [];
+    for (const component of derived) {
+      const person = component.person();
+      if (person === undefined) continue;
+      candidates.push(personRow(person), ...component.mergedAway(person).map(personRow));
+      const link: Link = { personId: person.id, version: component.linkVersion };
+      for (const id of component.members) {
+        const stored = current.get(id);
+        if (stored === undefined || stored.personId !== person.id || stored.version < link.version) {
+          distinctIds.push(linkRow(id, link));
+        }
+      }
+    }
+    const stored =
+      candidates.length === 0
+        ? new Map()
+        : await personVersions(
+            this.db,
+            candidates.map((row) => row.id),
+          );
+    const persons = candidates.filter((row) => (stored.get(row.id) ?? -1) < row.version);
+    return { persons, distinctIds };
+  }
+
+  /**
+   * After a repair's rows are written: its links replace older cached ones, and its persons leave the person
+   * cache (their folds lacked the facts the repair found).
+   */
+  repaired({ distinctIds }: Repair): void {
+    for (const row of distinctIds) {
+      const cached = this.#links.peek(row.distinct_id);
+      if (cached === undefined || cached.version < row.version) {
+        this.#links.set(row.distinct_id, { personId: row.person_id, version: row.version });
+      }
+      for (const member of this.#persons?.get(row.distinct_id)?.members ?? []) this.#persons?.delete(member);
+      this.#unsure.delete(row.distinct_id);
+    }
+  }
+
   /** After the flush's rows are written: caches what it learned. */
   commit(prepared: Prepared, resolution: Resolution): void {
     for (const [id, link] of prepared.known) if (!resolution.links.has(id)) this.#links.set(id, link);
@@ -300,7 +354,7 @@ export class IdentityResolver {
     const read = components(facts, together);
     const legacy = await legacyFacts(this.db, read, current);
     if (legacy.length === 0) return read;
-    await this.db.insert("identity_facts", legacy);
+    await this.db.insert("identity_facts", stamped(legacy));
     return components([...facts, ...legacy], together);
   }
 

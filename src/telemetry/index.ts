@@ -10,6 +10,7 @@ export {
   type QueryObserver,
   type QueryOutcome,
   queryObserver,
+  type Repaired,
   type RequestObserver,
   type Route,
   requestObserver,

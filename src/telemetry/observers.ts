@@ -44,6 +44,10 @@ export interface StorageObserver {
   cacheLookups: CacheObserver;
   /** At startup, a sole writer read the links it could hold into its cache. */
   preloaded(preloaded: Preloaded): void;
+  /** A repair sweep found persons or links behind their facts, and wrote them. */
+  repaired(repair: Repaired): void;
+  /** A repair sweep failed; the next one tries again. */
+  repairFailed(error: unknown): void;
   /** A missing column was added at startup. */
   schemaRepaired(table: string, column: string, type: string): void;
 }
@@ -115,6 +119,14 @@ export function requestObserver(log: Logger, metrics: Metrics): RequestObserver 
   };
 }
 
+/** What a repair sweep did: the IDs whose facts it read, the rows it wrote, and how long it took. */
+export interface Repaired {
+  readonly ids: number;
+  readonly persons: number;
+  readonly links: number;
+  readonly seconds: number;
+}
+
 /** Writes: flush sizes, durations and phases, failures with their cause, slow flushes, identity cache hits and misses. */
 export function storageObserver(log: Logger, metrics: Metrics): StorageObserver {
   return {
@@ -136,6 +148,14 @@ export function storageObserver(log: Logger, metrics: Metrics): StorageObserver 
     },
     preloaded({ links, seconds, complete }) {
       if (links > 0) log.info("identity cache preloaded", { links, seconds, complete });
+    },
+    repaired({ ids, persons, links, seconds }) {
+      // rows behind their facts mean a write failed half-way and was never retried
+      if (persons + links > 0) log.warn("identity repaired", { ids, persons, links, seconds });
+      else log.debug("identity swept", { ids, seconds });
+    },
+    repairFailed(error) {
+      log.error("identity repair failed", { cause: describeError(error) });
     },
     schemaRepaired(table, column, type) {
       log.warn("schema repaired: a missing column was added", { table, column, type });

@@ -1,10 +1,11 @@
 import type { ClickHouseConfig, Config } from "../config";
 import type { CapturedEvent, EventSink } from "../contract";
 import { fail } from "../contract";
-import { type IdentityOptions, IdentityResolver } from "../identity";
+import { type IdentityOptions, IdentityResolver, stamped } from "../identity";
 import { ClickHouse, clusterInsertSettings, createSchema, isDataError, literal, tuneEmbeddedEngine } from "../storage";
 import type { FlushPhases, StorageObserver } from "../telemetry";
 import { GroupCommit } from "./group-commit";
+import { RepairSweep } from "./repair";
 import { eventInserts, eventRow } from "./rows";
 
 export interface StorageOptions {
@@ -16,6 +17,8 @@ export interface StorageOptions {
   /** Most milliseconds a flush waits for the requests the previous one answered (`GroupCommitOptions.lingerMs`). */
   readonly flushLingerMs: number;
   readonly identity: IdentityOptions;
+  /** Milliseconds between repair sweeps (`REPAIR_INTERVAL_S`); 0: only the one at startup. */
+  readonly repairIntervalMs: number;
 }
 
 /**
@@ -29,6 +32,7 @@ export function storageOptions(config: Config): StorageOptions {
     maxFlushEvents: config.maxFlushEvents,
     maxQueuedEvents: config.maxQueuedEvents,
     flushLingerMs: config.flushLingerMs,
+    repairIntervalMs: config.repairIntervalS * 1000,
     identity: {
       soleWriter: config.clickhouse.kind === "embedded" && (config.queryPort === undefined || config.queryReadonly),
       cacheTtlMs: config.linkCacheTtlMs,
@@ -50,6 +54,7 @@ export class Storage implements EventSink {
    */
   readonly #eventsDb: ClickHouse;
   readonly #identity: IdentityResolver;
+  readonly #repairs: RepairSweep;
   readonly #commits: GroupCommit<CapturedEvent>;
   readonly #observer: StorageObserver | undefined;
   readonly #maxQueuedEvents: number;
@@ -66,6 +71,7 @@ export class Storage implements EventSink {
     this.#observer = observer;
     this.#maxQueuedEvents = options.maxQueuedEvents;
     this.#identity = new IdentityResolver(db, options.identity, observer?.cacheLookups);
+    this.#repairs = new RepairSweep(db, this.#identity, { intervalMs: options.repairIntervalMs }, observer);
     this.#commits = new GroupCommit((events) => this.#write(events), {
       maxItems: options.maxFlushEvents,
       isolates: isDataError,
@@ -88,7 +94,14 @@ export class Storage implements EventSink {
         eventsDb = await ClickHouse.connect(options.clickhouse);
       }
       const storage = new Storage(db, eventsDb, options, observer);
-      observer?.preloaded(await storage.#identity.preload());
+      // the repair first: the links a sole writer then preloads are the repaired ones
+      await storage.#repairs.start();
+      try {
+        observer?.preloaded(await storage.#identity.preload());
+      } catch (error) {
+        await storage.#repairs.stop();
+        throw error;
+      }
       return storage;
     } catch (error) {
       if (eventsDb !== db) await eventsDb.close();
@@ -129,6 +142,7 @@ export class Storage implements EventSink {
   /** Waits for every accepted write to finish, then disconnects. */
   async close(): Promise<void> {
     this.#closed = true;
+    await this.#repairs.stop();
     await this.#commits.drain();
     if (this.#eventsDb !== this.#db) await this.#eventsDb.close();
     await this.#db.close();
@@ -157,7 +171,7 @@ export class Storage implements EventSink {
     const prepared = await this.#identity.prepare(events);
     let identity = timer();
     try {
-      await this.#db.insert("identity_facts", prepared.facts);
+      await this.#db.insert("identity_facts", stamped(prepared.facts));
       const facts = timer();
       const resolution = await this.#identity.resolve(prepared);
       identity += timer();

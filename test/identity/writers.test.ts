@@ -20,6 +20,8 @@ async function counted(
     flushed() {},
     flushFailed() {},
     schemaRepaired() {},
+    repaired() {},
+    repairFailed() {},
     preloaded() {},
     cacheLookups(kind, hits, misses) {
       const seen = lookups[kind] ?? { hits: 0, misses: 0 };

@@ -40,6 +40,8 @@ const POINT_LOOKUPS = "SETTINGS index_granularity = 1024";
  *   The bloom filter finds a person's distinct IDs without scanning the table (needed for merges).
  * - `identity_facts` holds what events said about distinct IDs (identity/facts.ts), read by distinct ID; rows of
  *   one fact collapse as its columns' functions say, so merges shrink it and never change what it says.
+ *   `written_at` (when its latest row was written; 1970 for rows written before 0.2.0) is what the repair sweep
+ *   reads facts by (identity/repair.ts).
  * - `sessions` is kept by a materialized view over events that carry `$session_id`. Counts are exact sets of
  *   event uuids (uniqExact), so an event that arrives twice is counted once; the other columns are min/max and
  *   first/last values, which a repeat cannot change. Read it with the -Merge combinators grouped by `session_id`.
@@ -103,6 +105,7 @@ export const TABLES: readonly TableSpec[] = [
       first_once: `SimpleAggregateFunction(min, Tuple(UInt8, ${UTC_MICROS}, UInt64, String))`,
       last_once: `SimpleAggregateFunction(max, Tuple(UInt8, ${UTC_MICROS}, UInt64, String))`,
       writes: "SimpleAggregateFunction(sum, UInt64)",
+      written_at: "SimpleAggregateFunction(max, DateTime64(3, 'UTC'))",
     },
     engine: "AggregatingMergeTree",
     keys: `ORDER BY (distinct_id, kind, name) ${POINT_LOOKUPS}`,

@@ -1,0 +1,85 @@
+import { factsWrittenBetween, type IdentityResolver, latestFactWrite } from "../identity";
+import type { ClickHouse } from "../storage";
+import type { StorageObserver } from "../telemetry";
+
+/** Most distinct IDs one sweep re-derives: the bound on a sweep's work (the rest waits for the next). */
+const MAX_IDS = 10_000;
+/**
+ * How far before the latest written fact the sweep at startup begins: facts a process left behind when it died
+ * are the last it wrote, so they are at most this old when the table's latest fact is theirs. While any instance
+ * runs, its sweeps cover what is written meanwhile, whoever wrote it.
+ */
+const STARTUP_LOOKBACK_MS = 10 * 60_000;
+/** Each sweep looks this far behind where the last one stopped: the instances' clocks differ a little. */
+const OVERLAP_MS = 10_000;
+/** Facts younger than this are left to the next sweep: the flush that wrote them is most likely still writing. */
+const SETTLE_MS = 5_000;
+
+export interface RepairOptions {
+  /** Milliseconds between sweeps; 0: only the one at startup. */
+  readonly intervalMs: number;
+}
+
+/**
+ * The service's own repair of identity (docs/scale-out.md#repair): a flush that wrote its facts and then failed,
+ * for a client that does not retry (a browser closing its page, an SDK that gave up), leaves facts that no person
+ * or link reflects. The sweep re-derives, from all their facts, the components of the IDs whose facts were written
+ * since the last sweep, and writes the persons and links that lag behind them, persons first. Any number of
+ * instances may sweep at once: what they write is derived from facts alone, as a flush's is.
+ */
+export class RepairSweep {
+  /** Facts written up to here (milliseconds) have been swept. */
+  #sweptTo: number | undefined;
+  #timer: Timer | undefined;
+  #running: Promise<void> | undefined;
+
+  constructor(
+    private readonly db: ClickHouse,
+    private readonly identity: IdentityResolver,
+    private readonly options: RepairOptions,
+    private readonly observer?: StorageObserver,
+  ) {}
+
+  /** The sweep at startup, from a little before the latest fact written up to now; then one every interval. */
+  async start(): Promise<void> {
+    const latest = await latestFactWrite(this.db);
+    this.#sweptTo = latest === undefined ? Date.now() : latest - STARTUP_LOOKBACK_MS;
+    await this.#sweep(Date.now());
+    if (this.options.intervalMs > 0) {
+      this.#timer = setInterval(() => {
+        this.#running ??= this.#sweep(Date.now() - SETTLE_MS)
+          .catch((error: unknown) => this.observer?.repairFailed(error))
+          .finally(() => {
+            this.#running = undefined;
+          });
+      }, this.options.intervalMs);
+      this.#timer.unref();
+    }
+  }
+
+  /** Stops sweeping, once the sweep under way (if any) is done. */
+  async stop(): Promise<void> {
+    clearInterval(this.#timer);
+    await this.#running;
+  }
+
+  async #sweep(upTo: number): Promise<void> {
+    const started = performance.now();
+    const after = (this.#sweptTo ?? upTo) - OVERLAP_MS;
+    const { ids, last } = await factsWrittenBetween(this.db, after, upTo, MAX_IDS);
+    if (ids.length > 0) {
+      const repair = await this.identity.repair(ids);
+      await this.db.insert("persons", repair.persons);
+      await this.db.insert("person_distinct_ids", repair.distinctIds);
+      this.identity.repaired(repair);
+      this.observer?.repaired({
+        ids: ids.length,
+        persons: repair.persons.length,
+        links: repair.distinctIds.length,
+        seconds: (performance.now() - started) / 1000,
+      });
+    }
+    // a full batch stops where its last ID was written; the next sweep goes on from there
+    this.#sweptTo = ids.length === MAX_IDS && last !== undefined ? last : upTo;
+  }
+}

@@ -1,0 +1,91 @@
+import { expect, spyOn, test } from "bun:test";
+import { ClickHouse } from "../../src/storage";
+import { expectNoSplitPersons } from "../helpers/identity-model";
+import { links, persons } from "../helpers/rows";
+import { send, startService, type TestService } from "../helpers/service";
+
+const KEY = "key-1";
+
+/**
+ * Sends `batch` while every insert into `persons` fails: the flush writes its facts, then dies, and the client does
+ * not retry (a browser leaving the page, an SDK that gave up).
+ */
+async function failAfterFacts(service: TestService, batch: object[]): Promise<void> {
+  const insert = ClickHouse.prototype.insert;
+  const failing = spyOn(ClickHouse.prototype, "insert").mockImplementation(function (this: ClickHouse, table, rows) {
+    if (table === "persons") return Promise.reject(new Error("the process died here"));
+    return insert.call(this, table, rows);
+  });
+  const logged = spyOn(console, "error").mockImplementation(() => {});
+  try {
+    expect((await send(service, { api_key: KEY, batch })).status).toBe(500);
+  } finally {
+    failing.mockRestore();
+    logged.mockRestore();
+  }
+}
+
+/** IDs joined by stored facts share one live person, every ID has one live link, and it points at a live person. */
+async function expectDerived(service: TestService, together: readonly string[][]): Promise<void> {
+  const [stored, people] = await Promise.all([links(service.db), persons(service.db)]);
+  for (const ids of together) {
+    const personIds = new Set(ids.map((id) => stored.get(id)?.person_id));
+    expect({ ids, persons: personIds.size }).toEqual({ ids, persons: 1 });
+    const person = people.get([...personIds][0]!);
+    expect({ ids, deleted: person?.is_deleted }).toEqual({ ids, deleted: 0 });
+  }
+  await expectNoSplitPersons(service.db);
+}
+
+const MERGE = [
+  { event: "$identify", distinct_id: "r-user", properties: { $anon_distinct_id: "r-anon", $set: { plan: "pro" } } },
+  { event: "$pageview", distinct_id: "r-new" },
+  { event: "$create_alias", distinct_id: "r-new", properties: { alias: "r-alias" } },
+];
+
+test("a restart's sweep derives what a failed, never retried write left in the facts", async () => {
+  const env = { PUBLIC_API_KEYS: KEY, REPAIR_INTERVAL_S: "0" };
+  const first = await startService(env);
+  try {
+    const before = [
+      { event: "$pageview", distinct_id: "r-anon" },
+      { event: "$pageview", distinct_id: "r-user" },
+    ];
+    expect((await send(first, { api_key: KEY, batch: before })).status).toBe(200);
+    await failAfterFacts(first, MERGE);
+    // the facts join them; the persons and links do not say so yet
+    expect((await links(first.db)).get("r-new")).toBeUndefined();
+  } finally {
+    await first.stop({ drop: false });
+  }
+  const second = await startService({ ...env, CLICKHOUSE_DATABASE: first.config.clickhouse.database });
+  try {
+    await expectDerived(second, [
+      ["r-anon", "r-user"],
+      ["r-new", "r-alias"],
+    ]);
+    const merged = (await persons(second.db)).get((await links(second.db)).get("r-anon")!.person_id);
+    expect(merged?.properties).toEqual({ plan: "pro" });
+  } finally {
+    await second.stop();
+  }
+});
+
+test("a running instance's sweep does it too, within one interval of the facts settling", async () => {
+  const service = await startService(
+    { PUBLIC_API_KEYS: KEY, REPAIR_INTERVAL_S: "1" },
+    { identity: { soleWriter: false } },
+  );
+  try {
+    await failAfterFacts(service, MERGE);
+    expect((await links(service.db)).get("r-new")).toBeUndefined();
+    const deadline = Date.now() + 20_000;
+    while ((await links(service.db)).get("r-alias") === undefined && Date.now() < deadline) await Bun.sleep(250);
+    await expectDerived(service, [
+      ["r-anon", "r-user"],
+      ["r-new", "r-alias"],
+    ]);
+  } finally {
+    await service.stop();
+  }
+}, 30_000);

@@ -127,15 +127,19 @@ describe("the SQL the docs show", () => {
       .filter((statement) => statement !== "")
       .map((statement) =>
         statement.replace(
-          /\b(FROM|JOIN|INTO|TABLE)\s+(events|persons|person_distinct_ids|sessions_mv|sessions)\b/g,
+          /\b(FROM|JOIN|INTO|TABLE)\s+(events_resolved|events|persons|person_distinct_ids|sessions_mv|sessions)\b/g,
           (_, keyword: string, table: string) => `${keyword} ${service.db.table(table)}`,
         ),
       );
   }
 
   test("the README's queries run and find what was sent", async () => {
-    const [events, persons, sessions, ...rest] = statements("README.md");
+    const [events, daily, persons, sessions, ...rest] = statements("README.md");
     expect(rest).toEqual([]);
+    // anon-1 and user-1 are one person, user-2 another, whichever person their events were stored with
+    expect((await service.db.rows<{ persons: string | number }>(daily!)).map((row) => Number(row.persons))).toEqual([
+      2,
+    ]);
     const counts = await service.db.rows<{ event: string; "count()": string | number }>(events!);
     expect(counts.map((row) => [row.event, Number(row["count()"])])).toContainEqual(["$pageview", 2]);
     const people = await service.db.rows<{ ids: string[] }>(persons!);

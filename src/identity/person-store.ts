@@ -149,6 +149,37 @@ export async function personVersions(db: ClickHouse, personIds: readonly string[
   return new Map(rows.map((row) => [row.person, Number(row.latest_version)]));
 }
 
+/** The highest stored version of the override of each of these persons; persons never merged away are absent. */
+export async function overrideVersions(db: ClickHouse, personIds: readonly string[]): Promise<Map<string, number>> {
+  const query = (ids: string) =>
+    `SELECT toString(old_person_id) AS person, max(version) AS latest_version FROM ${db.table("person_overrides")}
+     WHERE old_person_id IN ${ids} GROUP BY old_person_id`;
+  const rows = await db.rowsIn<{ person: string; latest_version: Int64 }>(personIds, query);
+  return new Map(rows.map((row) => [row.person, Number(row.latest_version)]));
+}
+
+/**
+ * Fills `person_overrides` from the persons and links of a database written before it existed, once: a person
+ * written deleted was merged into the person the distinct ID it was born to links to now. Does nothing when
+ * the table holds any row, or no person was ever merged away.
+ */
+export async function fillOverrides(db: ClickHouse): Promise<number> {
+  const [held] = await db.rows<{ n: Int64 }>(`SELECT count() AS n FROM ${db.table("person_overrides")}`);
+  if (Number(held?.n ?? 0) > 0) return 0;
+  const persons = db.table("persons");
+  const links = db.table("person_distinct_ids");
+  const merged = `SELECT id, argMax(distinct_id, version) AS born_to, max(version) AS latest_version
+    FROM ${persons} GROUP BY id HAVING argMax(is_deleted, version) = 1`;
+  const current = `SELECT distinct_id, argMax(person_id, version) AS now_on FROM ${links}
+    GROUP BY distinct_id HAVING argMax(is_deleted, version) = 0`;
+  const [found] = await db.rows<{ n: Int64 }>(`SELECT count() AS n FROM (${merged})`);
+  if (Number(found?.n ?? 0) === 0) return 0;
+  await db.command(`INSERT INTO ${db.table("person_overrides")} (old_person_id, override_person_id, version)
+    SELECT m.id, c.now_on, m.latest_version FROM (${merged}) AS m JOIN (${current}) AS c ON c.distinct_id = m.born_to
+    WHERE c.now_on != m.id`);
+  return Number(found!.n);
+}
+
 /** When the latest fact was written (`written_at`, milliseconds); undefined when none has a time. */
 export async function latestFactWrite(db: ClickHouse): Promise<number | undefined> {
   const [row] = await db.rows<{ latest: Int64 }>(

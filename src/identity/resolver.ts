@@ -8,8 +8,15 @@ import { type FactRow, factsOf, stamped } from "./facts";
 import { legacyFacts } from "./legacy";
 import type { Link } from "./person";
 import { type PersonIntent, personIntentOf } from "./person-rules";
-import { allLinks, loadFacts, loadLinks, loadLinksSharingPersons, personVersions } from "./person-store";
-import { type DistinctIdRow, linkRow, type PersonRow, personRow } from "./rows";
+import {
+  allLinks,
+  loadFacts,
+  loadLinks,
+  loadLinksSharingPersons,
+  overrideVersions,
+  personVersions,
+} from "./person-store";
+import { type DistinctIdRow, linkRow, type OverrideRow, overrideRow, type PersonRow, personRow } from "./rows";
 
 export interface IdentityOptions {
   /**
@@ -54,6 +61,7 @@ export interface Prepared {
 /** What a repair found to write: persons and links behind the facts they are derived from. */
 export interface Repair {
   readonly persons: readonly PersonRow[];
+  readonly overrides: readonly OverrideRow[];
   readonly distinctIds: readonly DistinctIdRow[];
 }
 
@@ -61,6 +69,8 @@ export interface Repair {
 export interface Resolution {
   readonly personIds: readonly string[];
   readonly persons: readonly PersonRow[];
+  /** Where the events of each person merged away now belong (`person_overrides`). */
+  readonly overrides: readonly OverrideRow[];
   readonly distinctIds: readonly DistinctIdRow[];
   /** Each distinct ID the flush resolved, with its link as written. */
   readonly links: ReadonlyMap<string, Link>;
@@ -180,6 +190,7 @@ export class IdentityResolver {
 
     const personOf = new Map<string, string>();
     const persons: PersonRow[] = [];
+    const overrides: OverrideRow[] = [];
     const distinctIds: DistinctIdRow[] = [];
     const links = new Map<string, Link>();
     for (const component of derived) {
@@ -191,7 +202,12 @@ export class IdentityResolver {
       // are stored as they were derived, and only a sole writer has such a cache, so nothing can outrank them.
       const unchanged = before?.personId === person.id && before.linkVersion === link.version;
       persons.push(personRow(person));
-      if (!unchanged) persons.push(...component.mergedAway(person).map(personRow));
+      if (!unchanged) {
+        for (const away of component.mergedAway(person)) {
+          persons.push(personRow(away));
+          overrides.push(overrideRow(away, person));
+        }
+      }
       for (const id of component.members) {
         personOf.set(id, person.id);
         links.set(id, link);
@@ -206,7 +222,7 @@ export class IdentityResolver {
     const personIds = intents.map(
       ({ event }) => personOf.get(event.distinctId) ?? current.get(event.distinctId)!.personId,
     );
-    return { personIds, persons, distinctIds, links, derived };
+    return { personIds, persons, overrides, distinctIds, links, derived };
   }
 
   /**
@@ -253,11 +269,16 @@ export class IdentityResolver {
     const current = new Map<string, Link>();
     const derived = await this.#readComponents(new Set(ids), current, []);
     const candidates: PersonRow[] = [];
+    const overridden: OverrideRow[] = [];
     const distinctIds: DistinctIdRow[] = [];
     for (const component of derived) {
       const person = component.person();
       if (person === undefined) continue;
-      candidates.push(personRow(person), ...component.mergedAway(person).map(personRow));
+      candidates.push(personRow(person));
+      for (const away of component.mergedAway(person)) {
+        candidates.push(personRow(away));
+        overridden.push(overrideRow(away, person));
+      }
       const link: Link = { personId: person.id, version: component.linkVersion };
       for (const id of component.members) {
         const stored = current.get(id);
@@ -266,15 +287,19 @@ export class IdentityResolver {
         }
       }
     }
-    const stored =
-      candidates.length === 0
-        ? new Map()
-        : await personVersions(
-            this.db,
-            candidates.map((row) => row.id),
-          );
-    const persons = candidates.filter((row) => (stored.get(row.id) ?? -1) < row.version);
-    return { persons, distinctIds };
+    const [storedPersons, storedOverrides] = await Promise.all([
+      personVersions(
+        this.db,
+        candidates.map((row) => row.id),
+      ),
+      overrideVersions(
+        this.db,
+        overridden.map((row) => row.old_person_id),
+      ),
+    ]);
+    const persons = candidates.filter((row) => (storedPersons.get(row.id) ?? -1) < row.version);
+    const overrides = overridden.filter((row) => (storedOverrides.get(row.old_person_id) ?? -1) < row.version);
+    return { persons, overrides, distinctIds };
   }
 
   /**

@@ -38,3 +38,15 @@ export interface DistinctIdRow {
 export function linkRow(distinctId: string, link: Link): DistinctIdRow {
   return { distinct_id: distinctId, person_id: link.personId, is_deleted: 0, version: link.version };
 }
+
+/** One version of where a merged-away person's events belong now; the highest `version` is the current one. */
+export interface OverrideRow {
+  old_person_id: string;
+  override_person_id: string;
+  version: number;
+}
+
+/** `mergedAway`'s events belong to `survivor`, as of the survivor's version. */
+export function overrideRow(mergedAway: Person, survivor: Person): OverrideRow {
+  return { old_person_id: mergedAway.id, override_person_id: survivor.id, version: survivor.version };
+}

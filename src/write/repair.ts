@@ -70,6 +70,7 @@ export class RepairSweep {
     if (ids.length > 0) {
       const repair = await this.identity.repair(ids);
       await this.db.insert("persons", repair.persons);
+      await this.db.insert("person_overrides", repair.overrides);
       await this.db.insert("person_distinct_ids", repair.distinctIds);
       this.identity.repaired(repair);
       this.observer?.repaired({

@@ -1,7 +1,7 @@
 import type { ClickHouseConfig, Config } from "../config";
 import type { CapturedEvent, EventSink } from "../contract";
 import { fail } from "../contract";
-import { type IdentityOptions, IdentityResolver, stamped } from "../identity";
+import { fillOverrides, type IdentityOptions, IdentityResolver, stamped } from "../identity";
 import { ClickHouse, clusterInsertSettings, createSchema, isDataError, literal, tuneEmbeddedEngine } from "../storage";
 import type { FlushPhases, StorageObserver } from "../telemetry";
 import { GroupCommit } from "./group-commit";
@@ -93,6 +93,7 @@ export class Storage implements EventSink {
         await tuneEmbeddedEngine(db, options.clickhouse.fsync);
         eventsDb = await ClickHouse.connect(options.clickhouse);
       }
+      await fillOverrides(db); // a database written before person_overrides existed
       const storage = new Storage(db, eventsDb, options, observer);
       // the repair first: the links a sole writer then preloads are the repaired ones
       await storage.#repairs.start();
@@ -177,6 +178,8 @@ export class Storage implements EventSink {
       identity += timer();
       const rows = events.map((event, index) => eventRow(event, resolution.personIds[index]!));
       await this.#db.insert("persons", resolution.persons);
+      // after the persons: an override always names a stored person
+      await this.#db.insert("person_overrides", resolution.overrides);
       const persons = timer();
       const [links, inserted] = await Promise.all([
         timed(() => this.#db.insert("person_distinct_ids", resolution.distinctIds)),

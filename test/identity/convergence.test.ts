@@ -178,6 +178,20 @@ test(`three instances, simultaneous merges and a SIGKILL mid-flush converge to w
   // every acknowledged event stored once, with no event that was not acknowledged
   const stored = await events(db, { final: true });
   expect(stored.map((event) => event.uuid).sort()).toEqual(sent.map((event) => event.uuid).sort());
+  // every event, read through person_overrides, is on the person its distinct ID has now (some were stored on a
+  // person merged away since)
+  const resolved = await db.rows<{ uuid: string; distinct_id: string; person_id: string }>(
+    `SELECT toString(uuid) AS uuid, distinct_id, toString(person_id) AS person_id FROM ${db.table("events_resolved")}`,
+  );
+  expect(resolved.length).toBe(sent.length);
+  const storedPerson = new Map(stored.map((event) => [event.uuid, event.person_id]));
+  expect(resolved.filter((event) => storedPerson.get(event.uuid) !== event.person_id).length).toBeGreaterThan(0);
+  for (const event of resolved) {
+    expect({ id: event.distinct_id, person: event.person_id }).toEqual({
+      id: event.distinct_id,
+      person: storedLinks.get(event.distinct_id)!.person_id,
+    });
+  }
   // sessions exact: each counts its acknowledged events once, whatever was written twice before a kill
   const counted = await db.rows<{ session_id: string; events: string | number }>(
     `SELECT session_id, uniqExactMerge(event_count) AS events FROM ${db.table("sessions")} GROUP BY session_id`,

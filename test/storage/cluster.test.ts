@@ -43,9 +43,11 @@ describe("the cluster schema, read by the engine's own parser", () => {
       "persons",
       "person_distinct_ids",
       "identity_facts",
+      "person_overrides",
       "sessions_local",
       "sessions",
       "sessions_mv",
+      "events_resolved",
     ]);
     for (const formatted of created.values()) expect(formatted).toContain(`ON CLUSTER ${CLUSTER}`);
     expect(Object.fromEntries([...created].map(([name, formatted]) => [name, engineOf(formatted)]))).toEqual({
@@ -54,10 +56,15 @@ describe("the cluster schema, read by the engine's own parser", () => {
       persons: `ReplicatedReplacingMergeTree(${everywhere}, version)`,
       person_distinct_ids: `ReplicatedReplacingMergeTree(${everywhere}, version)`,
       identity_facts: `ReplicatedAggregatingMergeTree(${everywhere})`,
+      person_overrides: `ReplicatedReplacingMergeTree(${everywhere}, version)`,
       sessions_local: `ReplicatedAggregatingMergeTree(${shard})`,
       sessions: `Distributed('${CLUSTER}', 'analytics', 'sessions_local')`,
       sessions_mv: undefined,
+      events_resolved: undefined,
     });
+    // events are read from every shard, through the overrides every node holds
+    expect(created.get("events_resolved")).toContain("FROM analytics.events AS e FINAL");
+    expect(created.get("events_resolved")).toContain("FROM analytics.person_overrides");
     // each shard sums up the events inserted into it
     expect(created.get("sessions_mv")).toContain("TO analytics.sessions_local");
     expect(created.get("sessions_mv")).toContain("FROM analytics.events_local");
@@ -70,8 +77,10 @@ describe("the cluster schema, read by the engine's own parser", () => {
       "persons",
       "person_distinct_ids",
       "identity_facts",
+      "person_overrides",
       "sessions",
       "sessions_mv",
+      "events_resolved",
     ]);
     for (const object of objects) {
       const formatted = await parsed(object.create);
@@ -114,8 +123,9 @@ describe("what an instance sends a cluster's node", () => {
     const ddl = recorded.filter((r) => /^(CREATE|ALTER|DROP)/.test(r.statement));
     expect(ddl.map((r) => words(r.statement, 3))).toEqual([
       "CREATE DATABASE IF",
-      ...Array.from({ length: 7 }, () => "CREATE TABLE IF"),
+      ...Array.from({ length: 8 }, () => "CREATE TABLE IF"),
       "CREATE MATERIALIZED VIEW",
+      "CREATE VIEW IF",
     ]);
     for (const { statement } of ddl) expect(statement).toContain(`ON CLUSTER \`${CLUSTER}\``);
 
@@ -151,7 +161,7 @@ describe("what an instance sends a cluster's node", () => {
   test("one server (no CLICKHOUSE_CLUSTER) sends no cluster DDL and no cluster settings", async () => {
     const recorded = await openAndWrite({});
     expect(recorded.some((r) => r.statement.includes("ON CLUSTER") || r.params.has("insert_quorum"))).toBe(false);
-    expect(recorded.filter((r) => r.statement.startsWith("CREATE TABLE"))).toHaveLength(5);
+    expect(recorded.filter((r) => r.statement.startsWith("CREATE TABLE"))).toHaveLength(6);
   });
 
   test("ClickHouse Cloud's shared engines, or a Replicated database, do for one server", async () => {

@@ -42,6 +42,9 @@ const POINT_LOOKUPS = "SETTINGS index_granularity = 1024";
  *   one fact collapse as its columns' functions say, so merges shrink it and never change what it says.
  *   `written_at` (when its latest row was written; 1970 for rows written before 0.2.0) is what the repair sweep
  *   reads facts by (identity/repair.ts).
+ * - `person_overrides` says where the events of each merged-away person belong now: always a live person (a
+ *   merge, or a survivor that changes, writes every merged-away person of the component anew), read with FINAL.
+ *   `events_resolved` is `events` with each event's person read through it (docs/identity.md#events-and-merges).
  * - `sessions` is kept by a materialized view over events that carry `$session_id`. Counts are exact sets of
  *   event uuids (uniqExact), so an event that arrives twice is counted once; the other columns are min/max and
  *   first/last values, which a repeat cannot change. Read it with the -Merge combinators grouped by `session_id`.
@@ -112,6 +115,14 @@ export const TABLES: readonly TableSpec[] = [
     placement: { kind: "everywhere" },
   },
   {
+    name: "person_overrides",
+    columns: { old_person_id: "UUID", override_person_id: "UUID", version: "UInt64" },
+    engine: "ReplacingMergeTree",
+    engineArgs: "version",
+    keys: `ORDER BY old_person_id ${POINT_LOOKUPS}`,
+    placement: { kind: "everywhere" },
+  },
+  {
     name: "sessions",
     columns: {
       session_id: "String",
@@ -152,6 +163,23 @@ const sessionsView = (events: string): string => `SELECT
     FROM ${events}
     WHERE session_id != ''
     GROUP BY session_id`;
+
+/**
+ * The events view: `events` deduplicated, each with the person its distinct ID has now. An event keeps the person
+ * it was stored with; once that person is merged away, `person_overrides` names the one it went to.
+ */
+const eventsResolvedView = (events: string, overrides: string): string => `SELECT
+      e.uuid AS uuid, e.event AS event, e.properties AS properties, e.timestamp AS timestamp,
+      e.distinct_id AS distinct_id,
+      if(o.old_person_id = e.person_id, o.override_person_id, e.person_id) AS person_id,
+      e.session_id AS session_id, e.window_id AS window_id, e.current_url AS current_url, e.host AS host,
+      e.created_at AS created_at
+    FROM ${events} AS e FINAL
+    LEFT JOIN (
+      SELECT old_person_id, argMax(override_person_id, version) AS override_person_id
+      FROM ${overrides} GROUP BY old_person_id
+    ) AS o ON o.old_person_id = e.person_id
+    SETTINGS join_use_nulls = 0`;
 
 /** One object of the schema: a table (with the columns the check compares) or the view. */
 export interface SchemaObject {
@@ -201,6 +229,8 @@ export function schemaObjects(database: string, cluster?: string): SchemaObject[
   const [events, sessions] = cluster === undefined ? ["events", "sessions"] : ["events_local", "sessions_local"];
   const view = `TO ${tableName(database, sessions)} AS\n    ${sessionsView(tableName(database, events))}`;
   add("MATERIALIZED VIEW", "sessions_mv", "MaterializedView", view);
+  const resolved = eventsResolvedView(tableName(database, "events"), tableName(database, "person_overrides"));
+  add("VIEW", "events_resolved", "View", `AS ${resolved}`);
   return objects;
 }
 

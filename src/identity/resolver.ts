@@ -6,7 +6,7 @@ import { cachePerson, type LinkCache, linkCache, type PersonCache, personCache }
 import { Component, components } from "./component";
 import { type FactRow, factsOf, stamped } from "./facts";
 import { legacyFacts } from "./legacy";
-import type { Link } from "./person";
+import type { Link, Person } from "./person";
 import { type PersonIntent, personIntentOf } from "./person-rules";
 import {
   allLinks,
@@ -202,12 +202,7 @@ export class IdentityResolver {
       // are stored as they were derived, and only a sole writer has such a cache, so nothing can outrank them.
       const unchanged = before?.personId === person.id && before.linkVersion === link.version;
       persons.push(personRow(person));
-      if (!unchanged) {
-        for (const away of component.mergedAway(person)) {
-          persons.push(personRow(away));
-          overrides.push(overrideRow(away, person));
-        }
-      }
+      const linksBefore = distinctIds.length;
       for (const id of component.members) {
         personOf.set(id, person.id);
         links.set(id, link);
@@ -218,6 +213,7 @@ export class IdentityResolver {
           distinctIds.push(linkRow(id, link));
         }
       }
+      if (distinctIds.length > linksBefore) persons.push(...this.#mergedAway(component, person, overrides));
     }
     const personIds = intents.map(
       ({ event }) => personOf.get(event.distinctId) ?? current.get(event.distinctId)!.personId,
@@ -275,10 +271,7 @@ export class IdentityResolver {
       const person = component.person();
       if (person === undefined) continue;
       candidates.push(personRow(person));
-      for (const away of component.mergedAway(person)) {
-        candidates.push(personRow(away));
-        overridden.push(overrideRow(away, person));
-      }
+      const linksBefore = distinctIds.length;
       const link: Link = { personId: person.id, version: component.linkVersion };
       for (const id of component.members) {
         const stored = current.get(id);
@@ -286,6 +279,7 @@ export class IdentityResolver {
           distinctIds.push(linkRow(id, link));
         }
       }
+      if (distinctIds.length > linksBefore) candidates.push(...this.#mergedAway(component, person, overridden));
     }
     const [storedPersons, storedOverrides] = await Promise.all([
       personVersions(
@@ -381,6 +375,19 @@ export class IdentityResolver {
     if (legacy.length === 0) return read;
     await this.db.insert("identity_facts", stamped(legacy));
     return components([...facts, ...legacy], together);
+  }
+
+  /**
+   * The persons a component's births made besides `person`, written deleted, each with its override to `person`
+   * added to `overrides`. Only where some link of the component is written too: they change only when its
+   * identity facts do, which is when its links do, and they are written before the links, so while every link is
+   * stored as derived, so are they. A `$set` on a person that absorbed thousands then writes one person row.
+   */
+  #mergedAway(component: Component, person: Person, overrides: OverrideRow[]): PersonRow[] {
+    return component.mergedAway(person).map((away) => {
+      overrides.push(overrideRow(away, person));
+      return personRow(away);
+    });
   }
 
   #incomplete(): void {

@@ -1,0 +1,48 @@
+import { expect, test } from "bun:test";
+import { count } from "../helpers/rows";
+import { send, startService, type TestService } from "../helpers/service";
+
+const KEY = "key-1";
+const ABSORBED = 2_000;
+
+/** Rows of each identity table, as written (not collapsed). */
+async function rows(service: TestService): Promise<Record<string, number>> {
+  const tables = ["persons", "person_distinct_ids", "person_overrides"] as const;
+  return Object.fromEntries(await Promise.all(tables.map(async (table) => [table, await count(service.db, table)])));
+}
+
+async function sendOk(service: TestService, batch: object[]): Promise<void> {
+  expect((await send(service, { api_key: KEY, batch })).status).toBe(200);
+}
+
+test(`with other writers, a $set on a person that absorbed ${ABSORBED} others writes one row`, async () => {
+  // one of several writers: nothing is cached as exactly what is stored, every flush reads what it changes
+  const service = await startService({ PUBLIC_API_KEYS: KEY }, { identity: { soleWriter: false } });
+  try {
+    const ids = Array.from({ length: ABSORBED }, (_, i) => `absorbed-${i}`);
+    await sendOk(service, [
+      { event: "$pageview", distinct_id: "main", timestamp: "2024-01-01T00:00:00Z" },
+      ...ids.map((id) => ({ event: "$pageview", distinct_id: id, timestamp: "2024-02-01T00:00:00Z" })),
+    ]);
+    await sendOk(
+      service,
+      ids.map((id) => ({ event: "$identify", distinct_id: "main", properties: { $anon_distinct_id: id } })),
+    );
+    const merged = await rows(service);
+    expect(merged.person_overrides).toBe(ABSORBED);
+
+    await sendOk(service, [{ event: "$set", distinct_id: "main", properties: { $set: { plan: "pro" } } }]);
+    const after = await rows(service);
+    expect({
+      persons: after.persons! - merged.persons!,
+      links: after.person_distinct_ids! - merged.person_distinct_ids!,
+      overrides: after.person_overrides! - merged.person_overrides!,
+    }).toEqual({ persons: 1, links: 0, overrides: 0 });
+
+    // an event on an absorbed ID changes nothing either
+    await sendOk(service, [{ event: "$set", distinct_id: "absorbed-7", properties: { $set: { seats: 3 } } }]);
+    expect((await rows(service)).persons! - after.persons!).toBe(1);
+  } finally {
+    await service.stop();
+  }
+}, 60_000);

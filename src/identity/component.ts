@@ -6,6 +6,11 @@ import type { Person } from "./person";
  * so rows computed from facts replace rows written before facts existed. JavaScript numbers are exact to 2^53.
  */
 const VERSION_BASE = 2 ** 52;
+/**
+ * Links' versions start here: above every link version written before they counted only the facts links depend
+ * on (`2^52` + identity fact rows, `identified` included; no count nears `2^50`), so those are replaced at once.
+ */
+const LINK_VERSION_BASE = 2 ** 52 + 2 ** 50;
 
 interface Birth {
   readonly distinctId: string;
@@ -33,7 +38,8 @@ function before(a: When, aName: string, b: When, bName: string): boolean {
  *   then ID), or else the ID of that earliest birth;
  * - each property is its latest `$set` or `$unset` (when; within one event `$unset` wins); if it never had one,
  *   its earliest `$set_once`; if the latest is an `$unset`, the latest `$set_once` after it, if any;
- * - its version counts the rows of its facts, its links' version the rows of its identity facts.
+ * - its version counts the rows of its facts; its links' version the rows of the facts links depend on, `born`
+ *   and `joined` (not `identified`: a repeated `$identify` rewrites the person, not each of its links).
  *
  * Every fold here (the latest, the earliest, the sum) is the one ClickHouse applies when it collapses rows of
  * the same fact, so folding collapsed rows and folding the rows as written agree.
@@ -45,6 +51,8 @@ export class Component {
   #identified: Birth | undefined;
   readonly #properties = new Map<string, KeyState>();
   #identityWrites = 0;
+  /** Rows of `born` and `joined` facts: what links are derived from. */
+  #linkWrites = 0;
   #propertyWrites = 0;
 
   add(fact: FactRow): void {
@@ -73,6 +81,7 @@ export class Component {
         return;
     }
     this.#identityWrites += fact.writes;
+    if (fact.kind !== "identified") this.#linkWrites += fact.writes;
   }
 
   #foldProperty(key: string, update: KeyState): void {
@@ -112,6 +121,7 @@ export class Component {
     }
     for (const [key, state] of other.#properties) this.#foldProperty(key, state);
     this.#identityWrites += other.#identityWrites;
+    this.#linkWrites += other.#linkWrites;
     this.#propertyWrites += other.#propertyWrites;
   }
 
@@ -138,9 +148,9 @@ export class Component {
     return earliest;
   }
 
-  /** Version of each of its links: the rows of its identity facts, above `VERSION_BASE`. */
+  /** Version of each of its links: the rows of its `born` and `joined` facts, above `LINK_VERSION_BASE`. */
   get linkVersion(): number {
-    return VERSION_BASE + this.#identityWrites;
+    return LINK_VERSION_BASE + this.#linkWrites;
   }
 
   /** The person its facts make; undefined without a birth (only facts written by something else lack one). */

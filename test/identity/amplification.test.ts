@@ -46,3 +46,30 @@ test(`with other writers, a $set on a person that absorbed ${ABSORBED} others wr
     await service.stop();
   }
 }, 60_000);
+
+test(`with other writers, a repeated $identify between two IDs of a person that absorbed ${ABSORBED} others writes one row`, async () => {
+  const service = await startService({ PUBLIC_API_KEYS: KEY }, { identity: { soleWriter: false } });
+  try {
+    const ids = Array.from({ length: ABSORBED }, (_, i) => `absorbed-${i}`);
+    await sendOk(service, [
+      { event: "$pageview", distinct_id: "main", timestamp: "2024-01-01T00:00:00Z" },
+      ...ids.map((id) => ({ event: "$pageview", distinct_id: id, timestamp: "2024-02-01T00:00:00Z" })),
+    ]);
+    const identify = (id: string) => ({
+      event: "$identify",
+      distinct_id: "main",
+      properties: { $anon_distinct_id: id },
+    });
+    await sendOk(service, ids.map(identify));
+    const merged = await rows(service);
+    await sendOk(service, [identify("absorbed-42")]);
+    const after = await rows(service);
+    expect({
+      persons: after.persons! - merged.persons!,
+      links: after.person_distinct_ids! - merged.person_distinct_ids!,
+      overrides: after.person_overrides! - merged.person_overrides!,
+    }).toEqual({ persons: 1, links: 0, overrides: 0 });
+  } finally {
+    await service.stop();
+  }
+}, 60_000);

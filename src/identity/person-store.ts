@@ -29,26 +29,6 @@ export async function loadLinks(db: ClickHouse, distinctIds: readonly string[]):
   return toLinks(await db.rowsIn<LinkRecord>(distinctIds, (ids) => linksQuery(db, `distinct_id IN ${ids}`)));
 }
 
-/**
- * The current links of these distinct IDs and of every ID that was ever on a person one of them was ever on.
- * Those all belong to one person with them (a link only ever points at a person derived from facts that join its
- * ID to the others), so a person's IDs are found in one read rather than by following its `joined` facts one
- * hop at a time. The bloom filter index on `person_id` narrows the middle scan to those persons' granules.
- */
-export async function loadLinksSharingPersons(
-  db: ClickHouse,
-  distinctIds: readonly string[],
-): Promise<Map<string, Link>> {
-  const table = db.table("person_distinct_ids");
-  const query = (ids: string) =>
-    linksQuery(
-      db,
-      `distinct_id IN (SELECT distinct_id FROM ${table}
-         WHERE person_id IN (SELECT person_id FROM ${table} WHERE distinct_id IN ${ids}))`,
-    );
-  return toLinks(await db.rowsIn<LinkRecord>(distinctIds, query));
-}
-
 /** Every current link, a page at a time in distinct ID order (distinct IDs are never empty: the first is after ""). */
 export async function* allLinks(db: ClickHouse, pageSize: number): AsyncGenerator<Map<string, Link>> {
   const query = (after: string) => `${linksQuery(db, `distinct_id > ${literal(after)}`)} ORDER BY distinct_id`;
@@ -81,14 +61,15 @@ interface FactRecord {
   rows_written: Int64;
 }
 
-/** The facts of these distinct IDs, each collapsed as the table collapses it (facts.ts). */
-export async function loadFacts(db: ClickHouse, distinctIds: readonly string[]): Promise<FactRow[]> {
-  const query = (ids: string) =>
-    `SELECT distinct_id, kind, name, min(at) AS first_at, max(last_write) AS latest_write,
+/** A fact's columns, each collapsed as the table collapses it (facts.ts), of the IDs that `where` selects. */
+function factsQuery(db: ClickHouse, where: string): string {
+  return `SELECT distinct_id, kind, name, min(at) AS first_at, max(last_write) AS latest_write,
        min(first_once) AS earliest_once, max(last_once) AS latest_once, sum(writes) AS rows_written
-     FROM ${db.table("identity_facts")} WHERE distinct_id IN ${ids} GROUP BY distinct_id, kind, name`;
-  const rows = await db.rowsIn<FactRecord>(distinctIds, query);
-  return rows.map((row) => ({
+     FROM ${db.table("identity_facts")} WHERE ${where} GROUP BY distinct_id, kind, name`;
+}
+
+function toFact(row: FactRecord): FactRow {
+  return {
     distinct_id: row.distinct_id,
     kind: row.kind,
     name: row.name,
@@ -103,7 +84,39 @@ export async function loadFacts(db: ClickHouse, distinctIds: readonly string[]):
     first_once: [row.earliest_once[0], row.earliest_once[1], Number(row.earliest_once[2]), row.earliest_once[3]],
     last_once: [row.latest_once[0], row.latest_once[1], Number(row.latest_once[2]), row.latest_once[3]],
     writes: Number(row.rows_written),
-  }));
+  };
+}
+
+/** A row of `loadNeighbourhood`: an ID's link, or one of its facts, or both (either side empty when absent). */
+type NeighbourRecord = LinkRecord & FactRecord & { link_id: string };
+
+/**
+ * In one round trip: the current links of these distinct IDs and of every ID that was ever on a person one of them
+ * was ever on, and the facts of all those IDs. Those all belong to one person with them (a link only ever points at
+ * a person derived from facts that join its ID to the others), so a person's IDs are found in one read rather than
+ * by following its `joined` facts one hop at a time. The bloom filter index on `person_id` narrows the scan for
+ * the persons' IDs to their granules.
+ */
+export async function loadNeighbourhood(
+  db: ClickHouse,
+  distinctIds: readonly string[],
+): Promise<{ readonly links: Map<string, Link>; readonly facts: FactRow[] }> {
+  const table = db.table("person_distinct_ids");
+  const query = (ids: string) => `WITH
+      frontier AS (SELECT arrayJoin([${ids.slice(1, -1)}]) AS distinct_id),
+      sharing AS (SELECT distinct_id FROM ${table}
+        WHERE person_id IN (SELECT person_id FROM ${table} WHERE distinct_id IN frontier))
+    SELECT l.distinct_id AS link_id, l.person AS person, l.latest_version AS latest_version,
+      f.distinct_id AS distinct_id, f.kind AS kind, f.name AS name, f.first_at AS first_at,
+      f.latest_write AS latest_write, f.earliest_once AS earliest_once, f.latest_once AS latest_once,
+      f.rows_written AS rows_written
+    FROM (${linksQuery(db, "distinct_id IN sharing")}) AS l
+    FULL OUTER JOIN (${factsQuery(db, "distinct_id IN frontier OR distinct_id IN sharing")}) AS f
+      ON f.distinct_id = l.distinct_id`;
+  // an absent side reads as its columns' defaults (join_use_nulls is 0): empty IDs, which are never a real one
+  const rows = await db.rowsIn<NeighbourRecord>(distinctIds, query);
+  const links = toLinks(rows.filter((row) => row.link_id !== "").map((row) => ({ ...row, distinct_id: row.link_id })));
+  return { links, facts: rows.filter((row) => row.distinct_id !== "").map(toFact) };
 }
 
 interface PersonRecord {

@@ -8,14 +8,7 @@ import { type FactRow, factsOf, stamped } from "./facts";
 import { legacyFacts } from "./legacy";
 import type { Link, Person } from "./person";
 import { type PersonIntent, personIntentOf } from "./person-rules";
-import {
-  allLinks,
-  loadFacts,
-  loadLinks,
-  loadLinksSharingPersons,
-  overrideVersions,
-  personVersions,
-} from "./person-store";
+import { allLinks, loadLinks, loadNeighbourhood, overrideVersions, personVersions } from "./person-store";
 import { type DistinctIdRow, linkRow, type OverrideRow, overrideRow, type PersonRow, personRow } from "./rows";
 
 export interface IdentityOptions {
@@ -356,7 +349,7 @@ export class IdentityResolver {
     const facts: FactRow[] = [];
     const together: [string, string][] = [];
     for (let frontier = [...ids]; frontier.length > 0; ) {
-      const shared = await loadLinksSharingPersons(this.db, frontier);
+      const { links: shared, facts: near } = await loadNeighbourhood(this.db, frontier);
       for (const id of frontier) current.delete(id);
       for (const [id, link] of shared) current.set(id, link);
       for (const onOnePerson of Map.groupBy(shared.keys(), (id) => shared.get(id)!.personId).values()) {
@@ -364,7 +357,8 @@ export class IdentityResolver {
       }
       const unvisited = [...new Set([...frontier, ...shared.keys()])].filter((id) => !visited.has(id));
       for (const id of unvisited) visited.add(id);
-      const found = await loadFacts(this.db, unvisited);
+      const reading = new Set(unvisited);
+      const found = near.filter((fact) => reading.has(fact.distinct_id)); // an ID's facts are read once
       facts.push(...found);
       frontier = [...new Set(found.filter((f) => f.kind === "joined" && !visited.has(f.name)).map((f) => f.name))];
     }

@@ -1,6 +1,6 @@
 import { expect, test } from "bun:test";
 import { personIdFor } from "../../src/identity";
-import { allLinks, loadFacts, loadLinksSharingPersons } from "../../src/identity/person-store";
+import { allLinks, loadNeighbourhood } from "../../src/identity/person-store";
 import { send, startService } from "../helpers/service";
 
 const KEY = "key-1";
@@ -22,7 +22,7 @@ test("allLinks pages through every link exactly once, however the pages fall", a
   }
 });
 
-test("loadFacts collapses a fact's rows as the table does; loadLinksSharingPersons finds a person's other IDs", async () => {
+test("loadNeighbourhood finds a person's other IDs and all their facts in one read, each fact collapsed as the table does", async () => {
   const service = await startService({ PUBLIC_API_KEYS: KEY });
   try {
     const at = (second: number) => `2026-01-01T00:00:0${second}Z`;
@@ -33,7 +33,8 @@ test("loadFacts collapses a fact's rows as the table does; loadLinksSharingPerso
       [{ event: "$identify", distinct_id: "sp-c", timestamp: at(3), properties: { $anon_distinct_id: "sp-b" } }],
     ];
     for (const batch of batches) expect((await send(service, { api_key: KEY, batch })).status).toBe(200);
-    const facts = await loadFacts(service.db, ["sp-a"]);
+    const neighbourhood = await loadNeighbourhood(service.db, ["sp-a"]);
+    const facts = neighbourhood.facts.filter((fact) => fact.distinct_id === "sp-a");
     const byKind = Object.fromEntries(facts.map((fact) => [`${fact.kind}:${fact.name}`, fact]));
     expect(Object.keys(byKind).sort()).toEqual([
       `born:${personIdFor("sp-a")}`,
@@ -48,8 +49,16 @@ test("loadFacts collapses a fact's rows as the table does; loadLinksSharingPerso
     expect(typeof byKind["property:k"]!.last_write[2]).toBe("number");
 
     // sp-c joined sp-b only; reading from sp-a finds it through the person they share
-    const shared = await loadLinksSharingPersons(service.db, ["sp-a"]);
+    const shared = neighbourhood.links;
     expect([...shared.keys()].sort()).toEqual(["sp-a", "sp-b", "sp-c"]);
+    expect(new Set(neighbourhood.facts.map((fact) => fact.distinct_id))).toEqual(new Set(["sp-a", "sp-b", "sp-c"]));
+    // a new ID has facts and no link yet: its facts come all the same
+    await service.db.insert("identity_facts", [{ ...facts[0]!, distinct_id: "sp-new" }]);
+    const lone = await loadNeighbourhood(service.db, ["sp-new"]);
+    expect({ links: lone.links.size, facts: lone.facts.map((fact) => fact.distinct_id) }).toEqual({
+      links: 0,
+      facts: ["sp-new"],
+    });
     expect(new Set([...shared.values()].map((link) => link.personId))).toEqual(new Set([personIdFor("sp-a")]));
   } finally {
     await service.stop();

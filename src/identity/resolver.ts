@@ -34,6 +34,9 @@ interface CachedGroup {
   complete: boolean;
 }
 
+/** The tables a derivation reads: written by every instance, on replicas that must have caught up first. */
+const IDENTITY_TABLES = ["identity_facts", "person_distinct_ids", "persons", "person_overrides"] as const;
+
 /** Rows read per query by `preload`: pages short enough that a flush never waits long behind one. */
 const PRELOAD_PAGE = 10_000;
 
@@ -345,6 +348,8 @@ export class IdentityResolver {
     current: Map<string, Link>,
     written: readonly FactRow[],
   ): Promise<Component[]> {
+    // every fact and link acknowledged before this flush's read, whichever replica took it, is read
+    await this.db.catchUp(IDENTITY_TABLES);
     const visited = new Set<string>();
     const facts: FactRow[] = [];
     const together: [string, string][] = [];

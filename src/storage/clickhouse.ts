@@ -4,8 +4,24 @@ import type { ClickHouseConfig } from "../config";
 import { openEmbeddedEngine } from "../engine";
 import { chunkByBytes, literalList, tableName } from "./sql";
 
+/**
+ * How the identity tables are replicated where `db` writes, which decides how a flush sees every write acknowledged
+ * before it (docs/scale-out.md#clusters): `none` on one plain server or embedded; `replicated` on a cluster, or over
+ * a `Replicated` database's engines; `shared` on ClickHouse Cloud's shared engines.
+ */
+export type Replication = "none" | "replicated" | "shared";
+
+/** What each insert carries, by table, and how the identity tables are replicated. */
+export interface Consistency {
+  readonly replication: Replication;
+  readonly insertSettings: Readonly<Record<string, ClickHouseSettings>>;
+}
+
+/** How long an identity insert waits for its quorum: well within an SDK's request timeout (posthog-node's 10 s). */
+export const QUORUM_TIMEOUT_MS = 5_000;
+
 /** ClickHouse settings, by name. */
-export type ClickHouseSettings = Readonly<Record<string, number>>;
+export type ClickHouseSettings = Readonly<Record<string, number | string>>;
 
 /**
  * Every table here collapses rows by key (Replacing- and AggregatingMergeTree), and every read collapses them again
@@ -32,8 +48,9 @@ const WRITE_PATH_SETTINGS = { priority: WRITE_PATH_PRIORITY } as const;
 export class ClickHouse {
   /** What each insert sets itself: nothing embedded, where the session holds `INSERT_SETTINGS` already. */
   readonly #insertSettings: ClickHouseSettings;
-  /** What inserts into a table add on a cluster (`setInsertSettings`). */
+  /** What inserts into a table add where the tables are replicated (`setConsistency`). */
   #tableSettings: Readonly<Record<string, ClickHouseSettings>> = {};
+  #replication: Replication = "none";
 
   private constructor(
     private readonly client: ClickHouseClient,
@@ -82,13 +99,15 @@ export class ClickHouse {
    */
   async rows<Row>(query: string, settings: ClickHouseSettings = {}): Promise<Row[]> {
     const entries = Object.entries(settings);
+    // Cloud's shared engines: a read sees every write acknowledged before it
+    const consistent = this.#replication === "shared" ? { ...settings, select_sequential_consistency: 1 } : settings;
     const result =
       this.backend === "embedded" && entries.length > 0
         ? await this.client.query({
             query: `${query} SETTINGS ${entries.map(([name, value]) => `${name} = ${value}`).join(", ")}`,
             format: "JSONEachRow",
           })
-        : await this.client.query({ query, format: "JSONEachRow", clickhouse_settings: settings });
+        : await this.client.query({ query, format: "JSONEachRow", clickhouse_settings: consistent });
     return result.json<Row>();
   }
 
@@ -119,9 +138,28 @@ export class ClickHouse {
     });
   }
 
-  /** Settings every later insert into a table carries, by table name (the schema's, for a cluster). */
-  setInsertSettings(settings: Readonly<Record<string, ClickHouseSettings>>): void {
-    this.#tableSettings = settings;
+  /** Set at startup: what every later insert into a table carries, and how the tables are replicated. */
+  setConsistency({ insertSettings, replication }: Consistency): void {
+    this.#tableSettings = insertSettings;
+    this.#replication = replication;
+  }
+
+  /**
+   * Waits until this node holds every write to `tables` acknowledged before the call, so that what is read next
+   * is derived from all of it: on replicated tables, each replica catches up with its log (`SYSTEM SYNC REPLICA
+   * … LIGHTWEIGHT`, within `QUORUM_TIMEOUT_MS`: a replica that cannot fails the flush, which a retry repeats).
+   * Shared engines' reads are consistent already; one server has nothing to wait for.
+   */
+  async catchUp(tables: readonly string[]): Promise<void> {
+    if (this.#replication !== "replicated") return;
+    await Promise.all(
+      tables.map((table) =>
+        this.client.command({
+          query: `SYSTEM SYNC REPLICA ${this.table(table)} LIGHTWEIGHT`,
+          clickhouse_settings: { receive_timeout: QUORUM_TIMEOUT_MS / 1000 },
+        }),
+      ),
+    );
   }
 
   async close(): Promise<void> {

@@ -1,4 +1,4 @@
-export { ClickHouse, type ClickHouseSettings, isDataError } from "./clickhouse";
-export { clusterInsertSettings, createSchema, SchemaError } from "./schema";
+export { ClickHouse, type ClickHouseSettings, type Consistency, isDataError, type Replication } from "./clickhouse";
+export { consistencyOf, createSchema, SchemaError } from "./schema";
 export { literal, quoteIdentifier, tableName } from "./sql";
 export { tuneEmbeddedEngine } from "./tuning";

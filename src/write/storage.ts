@@ -2,7 +2,7 @@ import type { ClickHouseConfig, Config } from "../config";
 import type { CapturedEvent, EventSink } from "../contract";
 import { fail } from "../contract";
 import { fillOverrides, type IdentityOptions, IdentityResolver, stamped } from "../identity";
-import { ClickHouse, clusterInsertSettings, createSchema, isDataError, literal, tuneEmbeddedEngine } from "../storage";
+import { ClickHouse, consistencyOf, createSchema, isDataError, literal, tuneEmbeddedEngine } from "../storage";
 import type { FlushPhases, StorageObserver } from "../telemetry";
 import { GroupCommit } from "./group-commit";
 import { RepairSweep } from "./repair";
@@ -88,7 +88,7 @@ export class Storage implements EventSink {
     let eventsDb = db;
     try {
       await createSchema(db, observer?.schemaRepaired);
-      db.setInsertSettings(await clusterInsertSettings(db));
+      db.setConsistency(await consistencyOf(db));
       if (options.clickhouse.kind === "embedded") {
         await tuneEmbeddedEngine(db, options.clickhouse.fsync);
         eventsDb = await ClickHouse.connect(options.clickhouse);

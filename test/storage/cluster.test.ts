@@ -118,7 +118,7 @@ const allTables = (cluster?: string) =>
   Object.fromEntries(schemaObjects("default", cluster).map((object) => [object.name, object.engine]));
 
 describe("what an instance sends a cluster's node", () => {
-  test("a new database: ON CLUSTER DDL; identity inserts on a quorum of every node; events through to the shards", async () => {
+  test("a new database: ON CLUSTER DDL; identity inserts on a majority quorum, read once the node caught up; events through to the shards", async () => {
     const recorded = await openAndWrite({ cluster }, { CLICKHOUSE_CLUSTER: CLUSTER });
     const ddl = recorded.filter((r) => /^(CREATE|ALTER|DROP)/.test(r.statement));
     expect(ddl.map((r) => words(r.statement, 3))).toEqual([
@@ -138,9 +138,24 @@ describe("what an instance sends a cluster's node", () => {
       ["`events`", "`identity_facts`", "`person_distinct_ids`", "`persons`"].sort(),
     );
     for (const table of ["`identity_facts`", "`persons`", "`person_distinct_ids`"]) {
-      expect(inserts.get(table)?.get("insert_quorum")).toBe("2");
+      expect(inserts.get(table)?.get("insert_quorum")).toBe("auto");
       expect(inserts.get(table)?.get("insert_quorum_parallel")).toBe("1");
+      expect(inserts.get(table)?.get("insert_quorum_timeout")).toBe("5000");
     }
+    // after its facts, the flush's node catches up with every identity table's log before it reads
+    const statements = recorded.map((r) => r.statement);
+    const factsWritten = statements.findIndex((s) => s.startsWith("INSERT INTO `default`.`identity_facts`"));
+    const read = statements.findIndex((s, i) => i > factsWritten && s.startsWith("WITH"));
+    expect(
+      statements
+        .slice(factsWritten + 1, read)
+        .filter((s) => s.startsWith("SYSTEM"))
+        .sort(),
+    ).toEqual(
+      ["identity_facts", "person_distinct_ids", "person_overrides", "persons"].map(
+        (table) => `SYSTEM SYNC REPLICA \`default\`.\`${table}\` LIGHTWEIGHT`,
+      ),
+    );
     expect(inserts.get("`events`")?.get("distributed_foreground_insert")).toBe("1");
     expect(inserts.get("`events`")?.get("insert_quorum")).toBeNull();
   });
@@ -151,11 +166,14 @@ describe("what an instance sends a cluster's node", () => {
     expect(recorded.some((r) => r.statement.startsWith("INSERT INTO `default`.`events`"))).toBe(true);
   });
 
-  test("a one-node cluster has no quorum to wait for", async () => {
-    const recorded = await openAndWrite({ cluster: { name: CLUSTER, nodes: 1 } }, { CLICKHOUSE_CLUSTER: CLUSTER });
-    const inserts = recorded.filter((r) => r.statement.startsWith("INSERT"));
-    expect(inserts.length).toBeGreaterThan(0);
-    for (const { params } of inserts) expect(params.get("insert_quorum")).toBeNull();
+  test("the quorum is a majority whatever the cluster's size, so a minority of nodes down stops nothing", async () => {
+    for (const nodes of [1, 3, 5]) {
+      const recorded = await openAndWrite({ cluster: { name: CLUSTER, nodes } }, { CLICKHOUSE_CLUSTER: CLUSTER });
+      const quorums = recorded
+        .filter((r) => r.statement.startsWith("INSERT"))
+        .map((r) => r.params.get("insert_quorum"));
+      expect(new Set(quorums)).toEqual(new Set(["auto", null])); // null: events, through to the shards
+    }
   });
 
   test("one server (no CLICKHOUSE_CLUSTER) sends no cluster DDL and no cluster settings", async () => {
@@ -164,12 +182,28 @@ describe("what an instance sends a cluster's node", () => {
     expect(recorded.filter((r) => r.statement.startsWith("CREATE TABLE"))).toHaveLength(6);
   });
 
-  test("ClickHouse Cloud's shared engines, or a Replicated database, do for one server", async () => {
-    const shared = Object.fromEntries(
-      Object.entries(allTables()).map(([name, kind]) => [name, kind.replace(/^(\w*MergeTree)$/, "Shared$1")]),
+  const enginesAs = (prefix: string) =>
+    Object.fromEntries(
+      Object.entries(allTables()).map(([name, kind]) => [name, kind.replace(/^(\w*MergeTree)$/, `${prefix}$1`)]),
     );
-    const recorded = await openAndWrite({ tables: shared });
+
+  test("ClickHouse Cloud's shared engines do for one server: no quorum, and reads that see every acknowledged write", async () => {
+    const recorded = await openAndWrite({ tables: enginesAs("Shared") });
     expect(recorded.some((r) => r.statement.startsWith("INSERT INTO `default`.`events`"))).toBe(true);
+    expect(recorded.some((r) => r.params.has("insert_quorum") || r.statement.startsWith("SYSTEM"))).toBe(false);
+    const reads = recorded.filter((r) => r.statement.startsWith("SELECT") || r.statement.startsWith("WITH"));
+    const afterStart = reads.slice(reads.findIndex((r) => r.statement.startsWith("WITH")));
+    for (const { params } of afterStart) expect(params.get("select_sequential_consistency")).toBe("1");
+  });
+
+  test("a Replicated database's engines do for one server: identity inserts on a majority, read once caught up", async () => {
+    const recorded = await openAndWrite({ tables: enginesAs("Replicated") });
+    const facts = recorded.find((r) => r.statement.startsWith("INSERT INTO `default`.`identity_facts`"));
+    expect(facts?.params.get("insert_quorum")).toBe("auto");
+    expect(
+      recorded.find((r) => r.statement.startsWith("INSERT INTO `default`.`events`"))?.params.get("insert_quorum"),
+    ).toBeNull();
+    expect(recorded.filter((r) => r.statement.startsWith("SYSTEM SYNC REPLICA")).length).toBe(4);
   });
 });
 

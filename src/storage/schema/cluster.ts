@@ -1,4 +1,10 @@
-import type { ClickHouse, ClickHouseSettings } from "../clickhouse";
+import {
+  type ClickHouse,
+  type ClickHouseSettings,
+  type Consistency,
+  QUORUM_TIMEOUT_MS,
+  type Replication,
+} from "../clickhouse";
 import { literal } from "../sql";
 import { SchemaError } from "./check";
 import { TABLES } from "./tables";
@@ -19,31 +25,40 @@ export async function clusterNodes(db: ClickHouse, cluster: string): Promise<num
 }
 
 /**
- * What each insert needs on a cluster (docs/scale-out.md#clusters), by table:
- * - the identity tables are written with a quorum of every node, so once an insert is acknowledged any node reads
- *   it: the convergence argument needs a flush's read to see every fact acknowledged before it. Parallel quorum
- *   inserts stay on (several instances write at once). A node down fails identity inserts with a retryable 503
- *   until it is back; a replica that lags fails them after `insert_quorum_timeout` instead of the default 10 minutes;
- * - inserts through a `Distributed` table go to the shards before the insert returns (not queued on the node that
+ * - Replicated identity tables are written with a majority quorum (`insert_quorum = 'auto'`, in parallel, since
+ *   several instances write at once), so an acknowledged insert survives the loss of a minority of replicas, and a
+ *   minority down does not stop ingest. A flush then reads them only after its node has caught up with the log
+ *   (`ClickHouse.catchUp`): with a quorum of every node instead, one node down stopped every instance.
+ * - Inserts through a `Distributed` table go to the shards before the insert returns (not queued on the node that
  *   took them), so a 200 means the rows are in their shard.
+ * - Shared engines (ClickHouse Cloud) take no quorum; their reads are made sequentially consistent instead.
  */
-export function insertSettings(
-  cluster: string | undefined,
-  nodes: number,
-): Readonly<Record<string, ClickHouseSettings>> {
-  if (cluster === undefined) return {};
+export async function consistencyOf(db: ClickHouse): Promise<Consistency> {
+  const replication = db.cluster === undefined ? await replicationOf(db) : "replicated";
   const quorum: ClickHouseSettings =
-    nodes > 1 ? { insert_quorum: nodes, insert_quorum_parallel: 1, insert_quorum_timeout: 10_000 } : {};
-  return Object.fromEntries(
+    replication === "replicated"
+      ? { insert_quorum: "auto", insert_quorum_parallel: 1, insert_quorum_timeout: QUORUM_TIMEOUT_MS }
+      : {};
+  const insertSettings = Object.fromEntries(
     TABLES.map((spec) => [
       spec.name,
-      spec.placement.kind === "everywhere" ? quorum : { distributed_foreground_insert: 1 },
+      spec.placement.kind === "everywhere"
+        ? quorum
+        : db.cluster === undefined
+          ? {}
+          : { distributed_foreground_insert: 1 },
     ]),
   );
+  return { replication, insertSettings };
 }
 
-/** What each insert into the schema's tables needs where `db` writes (nothing on one server). */
-export async function clusterInsertSettings(db: ClickHouse): Promise<Readonly<Record<string, ClickHouseSettings>>> {
-  const { cluster } = db;
-  return insertSettings(cluster, cluster === undefined ? 1 : await clusterNodes(db, cluster));
+/** On one server: the engines the identity tables were made with (a `Replicated` database's, or Cloud's). */
+async function replicationOf(db: ClickHouse): Promise<Replication> {
+  const identity = TABLES.filter((spec) => spec.placement.kind === "everywhere").map((spec) => literal(spec.name));
+  const rows = await db.rows<{ engine: string }>(
+    `SELECT engine FROM system.tables WHERE database = ${literal(db.database)} AND name IN (${identity.join(", ")})`,
+  );
+  if (rows.some((row) => row.engine.startsWith("Shared"))) return "shared";
+  if (rows.some((row) => row.engine.startsWith("Replicated"))) return "replicated";
+  return "none";
 }

@@ -383,9 +383,13 @@ export class IdentityResolver {
    * stored as derived, so are they. A `$set` on a person that absorbed thousands then writes one person row.
    */
   #mergedAway(component: Component, person: Person, overrides: OverrideRow[]): PersonRow[] {
-    return component.mergedAway(person).map((away) => {
-      overrides.push(overrideRow(away, person));
-      return personRow(away);
+    const away = component.mergedAway(person);
+    // A survivor may have been merged away before, by a derivation that had not seen its earliest birth yet: its
+    // own override, pointing back at it, outranks the one that sent its events elsewhere.
+    if (away.length > 0) overrides.push(overrideRow(person, person));
+    return away.map((merged) => {
+      overrides.push(overrideRow(merged, person));
+      return personRow(merged);
     });
   }
 

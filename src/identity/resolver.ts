@@ -4,12 +4,13 @@ import type { CacheObserver, Preloaded } from "../telemetry";
 import { ArrivalClock } from "./arrival-clock";
 import { cachePerson, type LinkCache, linkCache, type PersonCache, personCache } from "./cache";
 import { Component, components } from "./component";
+import { componentRows } from "./derive";
 import { type FactRow, factsOf, stamped } from "./facts";
 import { legacyFacts } from "./legacy";
-import type { Link, Person } from "./person";
+import type { Link } from "./person";
 import { type PersonIntent, personIntentOf } from "./person-rules";
 import { allLinks, loadLinks, loadNeighbourhood, overrideVersions, personVersions } from "./person-store";
-import { type DistinctIdRow, linkRow, type OverrideRow, overrideRow, type PersonRow, personRow } from "./rows";
+import type { DistinctIdRow, OverrideRow, PersonRow } from "./rows";
 
 export interface IdentityOptions {
   /**
@@ -190,26 +191,23 @@ export class IdentityResolver {
     const distinctIds: DistinctIdRow[] = [];
     const links = new Map<string, Link>();
     for (const component of derived) {
-      const person = component.person();
-      if (person === undefined) continue; // facts of IDs whose links were never derived here: left as they are
-      const link: Link = { personId: person.id, version: component.linkVersion };
       const before = linkedBefore.get(component);
       // A cached person whose identity facts the flush left as they were: its links and its merged-away persons
       // are stored as they were derived, and only a sole writer has such a cache, so nothing can outrank them.
-      const unchanged = before?.personId === person.id && before.linkVersion === link.version;
-      persons.push(personRow(person));
-      const linksBefore = distinctIds.length;
+      const unchanged =
+        before !== undefined && before.personId === component.personId && before.linkVersion === component.linkVersion;
+      const same: Link | undefined = unchanged
+        ? { personId: before.personId!, version: before.linkVersion }
+        : undefined;
+      const rows = componentRows(component, (id) => same ?? current.get(id));
+      if (rows === undefined) continue;
+      persons.push(...rows.persons);
+      overrides.push(...rows.overrides);
+      distinctIds.push(...rows.links);
       for (const id of component.members) {
-        personOf.set(id, person.id);
-        links.set(id, link);
-        // A link below this version was derived from fewer facts: rewritten, even if it points here already, so
-        // that a slower instance's write of what it derived from still fewer cannot outrank it.
-        const stored = unchanged ? link : current.get(id);
-        if (stored === undefined || stored.personId !== person.id || stored.version < link.version) {
-          distinctIds.push(linkRow(id, link));
-        }
+        personOf.set(id, rows.person.id);
+        links.set(id, rows.link);
       }
-      if (distinctIds.length > linksBefore) persons.push(...this.#mergedAway(component, person, overrides));
     }
     const personIds = intents.map(
       ({ event }) => personOf.get(event.distinctId) ?? current.get(event.distinctId)!.personId,
@@ -260,23 +258,10 @@ export class IdentityResolver {
   async repair(ids: readonly string[]): Promise<Repair> {
     const current = new Map<string, Link>();
     const derived = await this.#readComponents(new Set(ids), current, []);
-    const candidates: PersonRow[] = [];
-    const overridden: OverrideRow[] = [];
-    const distinctIds: DistinctIdRow[] = [];
-    for (const component of derived) {
-      const person = component.person();
-      if (person === undefined) continue;
-      candidates.push(personRow(person));
-      const linksBefore = distinctIds.length;
-      const link: Link = { personId: person.id, version: component.linkVersion };
-      for (const id of component.members) {
-        const stored = current.get(id);
-        if (stored === undefined || stored.personId !== person.id || stored.version < link.version) {
-          distinctIds.push(linkRow(id, link));
-        }
-      }
-      if (distinctIds.length > linksBefore) candidates.push(...this.#mergedAway(component, person, overridden));
-    }
+    const rows = derived.flatMap((component) => componentRows(component, (id) => current.get(id)) ?? []);
+    const candidates = rows.flatMap((row) => row.persons);
+    const overridden = rows.flatMap((row) => row.overrides);
+    const distinctIds = rows.flatMap((row) => row.links);
     const [storedPersons, storedOverrides] = await Promise.all([
       personVersions(
         this.db,
@@ -374,23 +359,6 @@ export class IdentityResolver {
     if (legacy.length === 0) return read;
     await this.db.insert("identity_facts", stamped(legacy));
     return components([...facts, ...legacy], together);
-  }
-
-  /**
-   * The persons a component's births made besides `person`, written deleted, each with its override to `person`
-   * added to `overrides`. Only where some link of the component is written too: they change only when its
-   * identity facts do, which is when its links do, and they are written before the links, so while every link is
-   * stored as derived, so are they. A `$set` on a person that absorbed thousands then writes one person row.
-   */
-  #mergedAway(component: Component, person: Person, overrides: OverrideRow[]): PersonRow[] {
-    const away = component.mergedAway(person);
-    // A survivor may have been merged away before, by a derivation that had not seen its earliest birth yet: its
-    // own override, pointing back at it, outranks the one that sent its events elsewhere.
-    if (away.length > 0) overrides.push(overrideRow(person, person));
-    return away.map((merged) => {
-      overrides.push(overrideRow(merged, person));
-      return personRow(merged);
-    });
   }
 
   #incomplete(): void {

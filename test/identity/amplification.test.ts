@@ -11,23 +11,33 @@ async function rows(service: TestService): Promise<Record<string, number>> {
   return Object.fromEntries(await Promise.all(tables.map(async (table) => [table, await count(service.db, table)])));
 }
 
+/** One of several writers (nothing cached as exactly what is stored), with a person that absorbed `ABSORBED` others. */
+async function absorbingService(): Promise<TestService> {
+  const service = await startService({ PUBLIC_API_KEYS: KEY }, { identity: { soleWriter: false } });
+  await sendOk(service, [
+    { event: "$pageview", distinct_id: "main", timestamp: "2024-01-01T00:00:00Z" },
+    ...Array.from({ length: ABSORBED }, (_, i) => ({
+      event: "$pageview",
+      distinct_id: `absorbed-${i}`,
+      timestamp: "2024-02-01T00:00:00Z",
+    })),
+  ]);
+  await sendOk(
+    service,
+    Array.from({ length: ABSORBED }, (_, i) => identify(`absorbed-${i}`)),
+  );
+  return service;
+}
+
+const identify = (id: string) => ({ event: "$identify", distinct_id: "main", properties: { $anon_distinct_id: id } });
+
 async function sendOk(service: TestService, batch: object[]): Promise<void> {
   expect((await send(service, { api_key: KEY, batch })).status).toBe(200);
 }
 
 test(`with other writers, a $set on a person that absorbed ${ABSORBED} others writes one row`, async () => {
-  // one of several writers: nothing is cached as exactly what is stored, every flush reads what it changes
-  const service = await startService({ PUBLIC_API_KEYS: KEY }, { identity: { soleWriter: false } });
+  const service = await absorbingService();
   try {
-    const ids = Array.from({ length: ABSORBED }, (_, i) => `absorbed-${i}`);
-    await sendOk(service, [
-      { event: "$pageview", distinct_id: "main", timestamp: "2024-01-01T00:00:00Z" },
-      ...ids.map((id) => ({ event: "$pageview", distinct_id: id, timestamp: "2024-02-01T00:00:00Z" })),
-    ]);
-    await sendOk(
-      service,
-      ids.map((id) => ({ event: "$identify", distinct_id: "main", properties: { $anon_distinct_id: id } })),
-    );
     const merged = await rows(service);
     expect(merged.person_overrides).toBe(ABSORBED + 1); // each person merged away, and the survivor back to itself
 
@@ -48,19 +58,8 @@ test(`with other writers, a $set on a person that absorbed ${ABSORBED} others wr
 }, 60_000);
 
 test(`with other writers, a repeated $identify between two IDs of a person that absorbed ${ABSORBED} others writes one row`, async () => {
-  const service = await startService({ PUBLIC_API_KEYS: KEY }, { identity: { soleWriter: false } });
+  const service = await absorbingService();
   try {
-    const ids = Array.from({ length: ABSORBED }, (_, i) => `absorbed-${i}`);
-    await sendOk(service, [
-      { event: "$pageview", distinct_id: "main", timestamp: "2024-01-01T00:00:00Z" },
-      ...ids.map((id) => ({ event: "$pageview", distinct_id: id, timestamp: "2024-02-01T00:00:00Z" })),
-    ]);
-    const identify = (id: string) => ({
-      event: "$identify",
-      distinct_id: "main",
-      properties: { $anon_distinct_id: id },
-    });
-    await sendOk(service, ids.map(identify));
     const merged = await rows(service);
     await sendOk(service, [identify("absorbed-42")]);
     const after = await rows(service);

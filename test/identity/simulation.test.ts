@@ -2,17 +2,11 @@ import { expect, test } from "bun:test";
 import { parseTimestamp } from "../../src/capture";
 import type { CapturedEvent, Timestamp } from "../../src/contract";
 import { type Component, components } from "../../src/identity/component";
+import { componentRows } from "../../src/identity/derive";
 import { type FactRow, factsOf } from "../../src/identity/facts";
 import type { Link } from "../../src/identity/person";
 import { personIntentOf } from "../../src/identity/person-rules";
-import {
-  type DistinctIdRow,
-  linkRow,
-  type OverrideRow,
-  overrideRow,
-  type PersonRow,
-  personRow,
-} from "../../src/identity/rows";
+import type { DistinctIdRow, OverrideRow, PersonRow } from "../../src/identity/rows";
 import { type ModelEvent, random, randomEvent, timestamps } from "../helpers/identity-model";
 import { type EventRow, type InsertOutcome, ReplicatedStore } from "../helpers/replicas";
 
@@ -21,8 +15,9 @@ import { type EventRow, type InsertOutcome, ReplicatedStore } from "../helpers/r
  * tables, an instance on each node, clients sending random identity traffic to them, and faults at every step:
  * replicas that lag, quorum inserts that time out with their part kept or are refused, a node down and back, an
  * instance dying between any two of a flush's inserts, clients that retry on another instance and clients that
- * never retry. The flush is the resolver's, step for step, over the same fact and fold code (`factsOf`,
- * `components`, the rows); the store stands in for ClickHouse's replicated tables (test/helpers/replicas.ts).
+ * never retry. The flush is the resolver's, step for step, over its own code for facts, folds and the rows a
+ * component writes (`factsOf`, `components`, `componentRows`); the store stands in for ClickHouse's replicated
+ * tables (test/helpers/replicas.ts).
  *
  * Checked: (A) no flush derives from a replica that lacks a fact acknowledged before its read, which is what the
  * catching up before each read guarantees; and (B) at rest, after one repair sweep, IDs joined by facts share one
@@ -85,34 +80,19 @@ function simulate(seed: number, catchUp: boolean): Run {
     return components(facts, together);
   };
 
-  /** The rows a derivation writes: each person, and where a link changes, its links, merged-away persons and overrides. */
+  /** The rows a derivation writes, as the resolver makes them (`componentRows`), and each ID's person. */
   const rowsOf = (derived: readonly Component[], current: ReadonlyMap<string, Link>) => {
-    const persons: PersonRow[] = [];
-    const overrides: OverrideRow[] = [];
-    const links: DistinctIdRow[] = [];
+    const written = { persons: [] as PersonRow[], overrides: [] as OverrideRow[], links: [] as DistinctIdRow[] };
     const personOf = new Map<string, string>();
     for (const component of derived) {
-      const person = component.person();
-      if (person === undefined) continue;
-      const link: Link = { personId: person.id, version: component.linkVersion };
-      persons.push(personRow(person));
-      const before = links.length;
-      for (const id of component.members) {
-        personOf.set(id, person.id);
-        const stored = current.get(id);
-        if (stored === undefined || stored.personId !== person.id || stored.version < link.version) {
-          links.push(linkRow(id, link));
-        }
-      }
-      if (links.length === before) continue;
-      const merged = component.mergedAway(person);
-      if (merged.length > 0) overrides.push(overrideRow(person, person));
-      for (const away of merged) {
-        persons.push(personRow(away));
-        overrides.push(overrideRow(away, person));
-      }
+      const rows = componentRows(component, (id) => current.get(id));
+      if (rows === undefined) continue;
+      written.persons.push(...rows.persons);
+      written.overrides.push(...rows.overrides);
+      written.links.push(...rows.links);
+      for (const id of component.members) personOf.set(id, rows.person.id);
     }
-    return { persons, overrides, links, personOf };
+    return { ...written, personOf };
   };
 
   /** One flush of `batch` on the instance at `node`; an instance may die after any insert. */

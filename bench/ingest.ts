@@ -67,6 +67,8 @@ function captured(distinctId: string, i: number): CapturedEvent {
       distinctId,
       properties: raw.properties,
       topLevelSets: {},
+      offsetMs: undefined,
+      sentAt: undefined,
       timestamp: timestampFromDate(new Date(raw.timestamp)),
       uuid: raw.uuid,
     },

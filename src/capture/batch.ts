@@ -2,9 +2,9 @@ import type { Config } from "../config";
 import type { CaptureResult, EventSink, Timestamp } from "../contract";
 import { checkApiKey, checkOrigin } from "./auth";
 import { type ContentEncoding, checkHeaders, parseBody } from "./decode";
-import { normalize } from "./normalize";
+import { type ClientClock, normalize } from "./normalize";
 import { timestampFromDate } from "./timestamp";
-import { type AcceptedEvent, acceptEvents, parsePayload } from "./validate";
+import { type AcceptedEvent, acceptEvents, parsePayload, sentAtOf } from "./validate";
 
 /** What a `/batch/` request's head says, once it passed the checks that need no body. */
 export interface BatchHead {
@@ -42,7 +42,8 @@ export async function captureBatch(
   const payload = parsePayload(parseBody(body), config.maxEventsPerBatch);
   checkApiKey(payload, head.origin, config.publicApiKeys);
   const { events, dropped } = acceptEvents(payload.batch);
-  await ingestAccepted(events, sink, head.receivedAt);
+  const clock = { correctClockSkew: config.correctClockSkew, sentAt: sentAtOf(payload.sent_at) };
+  await ingestAccepted(events, sink, head.receivedAt, clock);
   return { ingested: events.length, dropped };
 }
 
@@ -54,6 +55,7 @@ export function ingestAccepted(
   events: readonly AcceptedEvent[],
   sink: EventSink,
   receivedAt: Timestamp = timestampFromDate(new Date()),
+  clock?: ClientClock,
 ): Promise<void> {
-  return sink.ingest(events.map((event) => normalize(event, receivedAt)));
+  return sink.ingest(events.map((event) => normalize(event, receivedAt, clock)));
 }

@@ -1,18 +1,29 @@
 import { type CapturedEvent, columnText, isRawNumber, LIMITS, numberText, type Timestamp } from "../contract";
+import { millisOf, shifted } from "./timestamp";
 import type { AcceptedEvent } from "./validate";
+
+/** What the request says about the client's clock. */
+export interface ClientClock {
+  /** `CORRECT_CLOCK_SKEW`. */
+  readonly correctClockSkew: boolean;
+  /** The batch's `sent_at`, for events that carry none of their own. */
+  readonly sentAt: Timestamp | undefined;
+}
+
+const AS_SENT: ClientClock = { correctClockSkew: false, sentAt: undefined };
 
 /**
  * The well-known properties get their own columns. An event without a timestamp happened when it
- * was received; one without a usable `uuid` gets a time-ordered (v7) one.
+ * was received (or `offset` before); one without a usable `uuid` gets a time-ordered (v7) one.
  */
-export function normalize(event: AcceptedEvent, receivedAt: Timestamp): CapturedEvent {
+export function normalize(event: AcceptedEvent, receivedAt: Timestamp, clock: ClientClock = AS_SENT): CapturedEvent {
   const { properties } = event;
   return {
     uuid: event.uuid ?? Bun.randomUUIDv7(),
     event: event.event,
     distinctId: event.distinctId,
     properties,
-    timestamp: event.timestamp ?? receivedAt,
+    timestamp: timestampOf(event, receivedAt, clock),
     sessionId: column(properties.$session_id, LIMITS.sessionId),
     windowId: column(properties.$window_id, LIMITS.windowId),
     currentUrl: column(properties.$current_url, LIMITS.currentUrl),
@@ -20,6 +31,21 @@ export function normalize(event: AcceptedEvent, receivedAt: Timestamp): Captured
     receivedAt,
     topLevelSets: event.topLevelSets,
   };
+}
+
+/**
+ * When the event happened: its timestamp as sent, or with `correctClockSkew` moved by the client clock's error that
+ * `sent_at` shows (PostHog's `arrival + (timestamp − sent_at)`); without one, `offset` milliseconds before arrival;
+ * else its arrival. A correction that would land outside 1900–2299 is not made.
+ */
+function timestampOf(event: AcceptedEvent, receivedAt: Timestamp, clock: ClientClock): Timestamp {
+  if (event.timestamp !== undefined) {
+    const sentAt = event.sentAt ?? clock.sentAt;
+    if (!clock.correctClockSkew || sentAt === undefined) return event.timestamp;
+    return shifted(event.timestamp, millisOf(receivedAt) - millisOf(sentAt)) ?? event.timestamp;
+  }
+  if (event.offsetMs !== undefined) return shifted(receivedAt, -event.offsetMs) ?? receivedAt;
+  return receivedAt;
 }
 
 /** A string, or a number as text (digits as sent); anything else is no value. Bounded and well-formed. */

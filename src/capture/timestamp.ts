@@ -67,3 +67,20 @@ function format(whole: Date, micros: string): Timestamp {
   const iso = whole.toISOString();
   return `${iso.slice(0, 10)} ${iso.slice(11, 19)}.${micros}` as Timestamp;
 }
+
+/** A timestamp as milliseconds since 1970 (its microseconds past the millisecond dropped). */
+export function millisOf(timestamp: Timestamp): number {
+  return Date.parse(`${timestamp.slice(0, 23).replace(" ", "T")}Z`);
+}
+
+/**
+ * `timestamp` moved by `ms` milliseconds, its microseconds past the millisecond kept; undefined when that lands
+ * outside 1900–2299.
+ */
+export function shifted(timestamp: Timestamp, ms: number): Timestamp | undefined {
+  if (!Number.isFinite(ms)) return undefined;
+  const moved = new Date(millisOf(timestamp) + Math.trunc(ms));
+  const year = moved.getUTCFullYear();
+  if (!(year >= MIN_YEAR && year <= MAX_YEAR)) return undefined;
+  return format(moved, `${String(moved.getUTCMilliseconds()).padStart(3, "0")}${timestamp.slice(23, 26)}`);
+}

@@ -15,7 +15,7 @@ import {
 import { parseTimestamp } from "./timestamp";
 
 /** The batch (docs/behaviour.md#the-batch). Other top-level fields (`historical_migration`, `sent_at`, …) are accepted and ignored. */
-const Payload = type({ batch: "unknown[] > 0", "api_key?": "unknown" });
+const Payload = type({ batch: "unknown[] > 0", "api_key?": "unknown", "sent_at?": "unknown" });
 export type Payload = typeof Payload.infer;
 
 /** The fields of a batch item this service reads, each still unchecked; others are ignored. */
@@ -28,6 +28,8 @@ interface Item {
   readonly api_key?: unknown;
   readonly $set?: unknown;
   readonly $set_once?: unknown;
+  readonly offset?: unknown;
+  readonly sent_at?: unknown;
 }
 
 const EventName = type("string > 0");
@@ -42,6 +44,10 @@ export interface AcceptedEvent {
   /** The client's event id, lower-cased; absent when it sent none or not a UUID. */
   readonly uuid: string | undefined;
   readonly topLevelSets: TopLevelSets;
+  /** Without a timestamp: how many milliseconds before sending it happened (older SDKs' `offset`). */
+  readonly offsetMs: number | undefined;
+  /** When the client sent it, by its own clock (`sent_at`), if it said so validly. */
+  readonly sentAt: Timestamp | undefined;
 }
 
 export interface AcceptedBatch {
@@ -91,9 +97,11 @@ export function verdictOf(item: unknown): Verdict {
   const distinctId = distinctIdOf(item, properties);
   if (distinctId === undefined) return { kind: "dropped", reason: "no distinct ID" };
   const event = columnText(item.event, LIMITS.event);
+  const offsetMs = timestamp === undefined && typeof item.offset === "number" ? item.offset : undefined;
+  const sentAt = sentAtOf(item.sent_at);
   return {
     kind: "accepted",
-    event: { event, distinctId, properties, timestamp, uuid: uuidOf(item.uuid), topLevelSets },
+    event: { event, distinctId, properties, timestamp, uuid: uuidOf(item.uuid), topLevelSets, offsetMs, sentAt },
   };
 }
 
@@ -138,6 +146,11 @@ function distinctIdOf(item: Item, properties: Properties): string | undefined {
     if (distinctId !== undefined) return distinctId;
   }
   return undefined;
+}
+
+/** A `sent_at` as a timestamp; anything that is not a valid one is none. */
+export function sentAtOf(value: unknown): Timestamp | undefined {
+  return typeof value === "string" ? parseTimestamp(value) : undefined;
 }
 
 /** The client's event id as stored: a UUID, lower-cased; none for anything else or the nil UUID. */

@@ -176,6 +176,14 @@ export const SETTINGS = {
     help: "With other instances writing: how long a cached link may serve events that change no person.",
     backend: "server",
   }),
+  correctClockSkew: setting({
+    env: "CORRECT_CLOCK_SKEW",
+    parse: type("'0' | '1'").pipe((value) => value === "1"),
+    default: false,
+    shownDefault: "`0`",
+    help: "`1`: move each `timestamp` by the client clock's error that `sent_at` shows, as PostHog does. `0`: store timestamps as sent.",
+    backend: "any",
+  }),
   repairIntervalS: setting({
     env: "REPAIR_INTERVAL_S",
     parse: type("string.integer.parse").to("0 <= number.integer <= 3600"),

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { timestampFromDate } from "../../src/capture/timestamp";
+import { millisOf, timestampFromDate } from "../../src/capture/timestamp";
+import type { Timestamp } from "../../src/contract";
 import { personIdFor } from "../../src/identity";
 import { events } from "../helpers/rows";
 import { send, startService, type TestService } from "../helpers/service";
@@ -75,6 +76,64 @@ describe("stored events", () => {
     const [missing] = await storedByEvent("ts_missing");
     expect(missing!.timestamp >= before && missing!.timestamp <= after).toBe(true);
     expect(missing!.created_at).toBe(missing!.timestamp);
+  });
+
+  test("without a timestamp, `offset` (older SDKs) places the event that many milliseconds before arrival", async () => {
+    const before = Date.now();
+    await send(service, {
+      api_key: KEY,
+      batch: [
+        { event: "offset_10s", distinct_id: "user-offset", offset: 10_000 },
+        {
+          event: "offset_and_timestamp",
+          distinct_id: "user-offset",
+          offset: 10_000,
+          timestamp: "2024-05-01T00:00:00Z",
+        },
+        { event: "offset_not_a_number", distinct_id: "user-offset", offset: "10000" },
+        { event: "offset_past_1900", distinct_id: "user-offset", offset: 1e15 },
+      ],
+    });
+    const after = Date.now();
+    const at = async (name: string) => millisOf((await storedByEvent(name))[0]!.timestamp as Timestamp);
+    const tenBefore = await at("offset_10s");
+    expect(tenBefore >= before - 10_000 && tenBefore <= after - 10_000).toBe(true);
+    expect((await storedByEvent("offset_and_timestamp"))[0]!.timestamp).toBe("2024-05-01 00:00:00.000000");
+    for (const name of ["offset_not_a_number", "offset_past_1900"]) {
+      const arrived = await at(name);
+      expect({ name, arrival: arrived >= before && arrived <= after }).toEqual({ name, arrival: true });
+    }
+  });
+
+  test("CORRECT_CLOCK_SKEW=1 moves a timestamp by the client clock's error that sent_at shows; off, as sent", async () => {
+    const skewed = await startService({ PUBLIC_API_KEYS: KEY, CORRECT_CLOCK_SKEW: "1" });
+    try {
+      // the client's clock is a day behind: it says it sent the batch a day before it arrived
+      const now = new Date();
+      const dayBefore = new Date(now.getTime() - 86_400_000);
+      const body = {
+        api_key: KEY,
+        sent_at: dayBefore.toISOString(),
+        batch: [
+          { event: "skewed", distinct_id: "user-skew", timestamp: new Date(dayBefore.getTime() - 5_000).toISOString() },
+          {
+            event: "own_sent_at",
+            distinct_id: "user-skew",
+            timestamp: "2024-05-01T00:00:00Z",
+            sent_at: "2024-05-01T00:00:05Z",
+          },
+        ],
+      };
+      for (const target of [skewed, service]) expect((await send(target, body)).status).toBe(200);
+      const stored = async (target: TestService, name: string) =>
+        millisOf((await events(target.db)).find((e) => e.event === name)!.timestamp as Timestamp);
+      // corrected: about five seconds before arrival; as sent: a day earlier
+      expect(Math.abs((await stored(skewed, "skewed")) - (now.getTime() - 5_000))).toBeLessThan(2_000);
+      expect(Math.abs((await stored(skewed, "own_sent_at")) - (now.getTime() - 5_000))).toBeLessThan(2_000);
+      expect(await stored(service, "skewed")).toBe(dayBefore.getTime() - 5_000);
+    } finally {
+      await skewed.stop();
+    }
   });
 
   test("a client uuid is the event's id; without one each event gets a fresh v7 uuid", async () => {

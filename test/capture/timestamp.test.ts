@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { parseTimestamp, timestampFromDate } from "../../src/capture/timestamp";
+import { millisOf, parseTimestamp, shifted, timestampFromDate } from "../../src/capture/timestamp";
+import type { Timestamp } from "../../src/contract";
 import { random } from "../helpers/identity-model";
 
 describe("parseTimestamp", () => {
@@ -74,5 +75,17 @@ describe("parseTimestamp", () => {
 
   test("timestampFromDate keeps milliseconds", () => {
     expect(timestampFromDate(new Date("2024-05-01T12:00:00.042Z"))).toBe("2024-05-01 12:00:00.042000" as never);
+  });
+});
+
+describe("shifted", () => {
+  test("moves a timestamp by whole milliseconds and keeps its microseconds; outside 1900–2299 is no timestamp", () => {
+    const at = "2024-05-01 12:00:00.123456" as Timestamp;
+    expect(shifted(at, 1_500)).toBe("2024-05-01 12:00:01.623456" as Timestamp);
+    expect(shifted(at, -86_400_000)).toBe("2024-04-30 12:00:00.123456" as Timestamp);
+    expect(millisOf(at)).toBe(Date.UTC(2024, 4, 1, 12, 0, 0, 123));
+    expect(shifted("1900-01-01 00:00:00.000000" as Timestamp, -1)).toBeUndefined();
+    expect(shifted(at, Number.POSITIVE_INFINITY)).toBeUndefined();
+    expect(shifted(at, 300 * 365 * 86_400_000)).toBeUndefined();
   });
 });

@@ -18,6 +18,11 @@ const SETTLE_MS = 5_000;
 export interface RepairOptions {
   /** Milliseconds between sweeps; 0: only the one at startup. */
   readonly intervalMs: number;
+  /**
+   * Whether this process is the only writer (embedded, nobody writing through its port): then only its own
+   * failed writes can leave facts behind, and a periodic sweep runs only after one (`failed`).
+   */
+  readonly soleWriter: boolean;
 }
 
 /**
@@ -32,6 +37,8 @@ export class RepairSweep {
   #sweptTo: number | undefined;
   #timer: Timer | undefined;
   #running: Promise<void> | undefined;
+  /** A sole writer: when the earliest facts of its own writes that failed since the last sweep were written. */
+  #failedSince: number | undefined;
 
   constructor(
     private readonly db: ClickHouse,
@@ -47,7 +54,7 @@ export class RepairSweep {
     await this.#sweep(Date.now());
     if (this.options.intervalMs > 0) {
       this.#timer = setInterval(() => {
-        this.#running ??= this.#sweep(Date.now() - SETTLE_MS)
+        this.#running ??= this.#tick(Date.now() - SETTLE_MS)
           .catch((error: unknown) => this.observer?.repairFailed(error))
           .finally(() => {
             this.#running = undefined;
@@ -55,6 +62,25 @@ export class RepairSweep {
       }, this.options.intervalMs);
       this.#timer.unref();
     }
+  }
+
+  /** A write whose facts went in at `factsAt` (milliseconds) failed: a sole writer sweeps them at the next tick. */
+  failed(factsAt: number): void {
+    this.#failedSince = Math.min(this.#failedSince ?? factsAt, factsAt);
+  }
+
+  /** A periodic sweep; a sole writer whose writes all succeeded has nothing to sweep, and only moves on. */
+  async #tick(upTo: number): Promise<void> {
+    if (this.options.soleWriter) {
+      if (this.#failedSince === undefined) {
+        this.#sweptTo = upTo;
+        return;
+      }
+      this.#sweptTo = Math.min(this.#sweptTo ?? upTo, this.#failedSince);
+      // facts younger than the settling time wait for the next tick
+      if (this.#failedSince <= upTo) this.#failedSince = undefined;
+    }
+    await this.#sweep(upTo);
   }
 
   /** Stops sweeping, once the sweep under way (if any) is done. */

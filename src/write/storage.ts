@@ -71,7 +71,12 @@ export class Storage implements EventSink {
     this.#observer = observer;
     this.#maxQueuedEvents = options.maxQueuedEvents;
     this.#identity = new IdentityResolver(db, options.identity, observer?.cacheLookups);
-    this.#repairs = new RepairSweep(db, this.#identity, { intervalMs: options.repairIntervalMs }, observer);
+    this.#repairs = new RepairSweep(
+      db,
+      this.#identity,
+      { intervalMs: options.repairIntervalMs, soleWriter: options.identity.soleWriter },
+      observer,
+    );
     this.#commits = new GroupCommit((events) => this.#write(events), {
       maxItems: options.maxFlushEvents,
       isolates: isDataError,
@@ -171,8 +176,9 @@ export class Storage implements EventSink {
     const timer = phaseTimer();
     const prepared = await this.#identity.prepare(events);
     let identity = timer();
+    const factsAt = new Date();
     try {
-      await this.#db.insert("identity_facts", stamped(prepared.facts));
+      await this.#db.insert("identity_facts", stamped(prepared.facts, factsAt));
       const facts = timer();
       const resolution = await this.#identity.resolve(prepared);
       identity += timer();
@@ -192,6 +198,7 @@ export class Storage implements EventSink {
       return { identity, facts, persons, links, events: inserted };
     } catch (error) {
       this.#identity.abandon(prepared);
+      if (prepared.facts.length > 0) this.#repairs.failed(factsAt.getTime());
       throw error;
     }
   }

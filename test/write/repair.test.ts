@@ -1,5 +1,6 @@
 import { expect, spyOn, test } from "bun:test";
 import { ClickHouse } from "../../src/storage";
+import type { StorageObserver } from "../../src/telemetry";
 import { expectNoSplitPersons } from "../helpers/identity-model";
 import { links, persons } from "../helpers/rows";
 import { send, startService, type TestService } from "../helpers/service";
@@ -85,6 +86,38 @@ test("a running instance's sweep does it too, within one interval of the facts s
       ["r-anon", "r-user"],
       ["r-new", "r-alias"],
     ]);
+  } finally {
+    await service.stop();
+  }
+}, 30_000);
+
+test("a sole writer sweeps after a write of its own failed, and only then", async () => {
+  let sweeps = 0;
+  const observer: StorageObserver = {
+    flushed() {},
+    flushFailed() {},
+    cacheLookups() {},
+    preloaded() {},
+    schemaRepaired() {},
+    repaired() {
+      sweeps++;
+    },
+    repairFailed() {},
+  };
+  const service = await startService({ PUBLIC_API_KEYS: KEY, REPAIR_INTERVAL_S: "1" }, { observer });
+  try {
+    // writes that all succeed: three ticks pass, and nothing is swept
+    expect((await send(service, { api_key: KEY, batch: MERGE })).status).toBe(200);
+    await Bun.sleep(3_500);
+    expect(sweeps).toBe(0);
+
+    await failAfterFacts(service, [
+      { event: "$identify", distinct_id: "s-user", properties: { $anon_distinct_id: "s-anon" } },
+    ]);
+    const deadline = Date.now() + 20_000;
+    while ((await links(service.db)).get("s-anon") === undefined && Date.now() < deadline) await Bun.sleep(250);
+    expect(sweeps).toBeGreaterThan(0);
+    await expectDerived(service, [["s-user", "s-anon"]]);
   } finally {
     await service.stop();
   }

@@ -1,4 +1,4 @@
 export { stamped, type WrittenFact } from "./facts";
 export { personIdFor } from "./person";
-export { factsWrittenBetween, fillOverrides, latestFactWrite } from "./person-store";
+export { factsWrittenBetween, fillOverrides, latestFactWrite, type SweepCursor } from "./person-store";
 export { type IdentityOptions, IdentityResolver, type Repair, type Resolution } from "./resolver";

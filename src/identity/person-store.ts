@@ -202,21 +202,42 @@ export async function latestFactWrite(db: ClickHouse): Promise<number | undefine
   return latest > 0 ? latest : undefined;
 }
 
+/** Where a sweep stands in a backlog: after the ID `id`, whose facts were last written at `at` (milliseconds). */
+export interface SweepCursor {
+  readonly at: number;
+  readonly id: string;
+}
+
 /**
  * The distinct IDs whose facts were written after `after` and up to `upTo` (milliseconds), the earliest written
- * first, at most `limit`; with when the last of them was written.
+ * first (by their latest write, then ID), past `cursor` if given, at most `limit`; with where the last one stands.
  */
 export async function factsWrittenBetween(
   db: ClickHouse,
   after: number,
   upTo: number,
   limit: number,
-): Promise<{ readonly ids: string[]; readonly last: number | undefined }> {
+  cursor?: SweepCursor,
+): Promise<{ readonly ids: string[]; readonly last: SweepCursor | undefined }> {
+  const past =
+    cursor === undefined ? "" : `HAVING (latest, distinct_id) > (${Math.trunc(cursor.at)}, ${literal(cursor.id)})`;
   const rows = await db.rows<{ distinct_id: string; latest: Int64 }>(
     `SELECT distinct_id, toUnixTimestamp64Milli(max(written_at)) AS latest FROM ${db.table("identity_facts")}
      WHERE written_at > fromUnixTimestamp64Milli(${Math.trunc(after)}, 'UTC')
        AND written_at <= fromUnixTimestamp64Milli(${Math.trunc(upTo)}, 'UTC')
-     GROUP BY distinct_id ORDER BY latest, distinct_id LIMIT ${Math.trunc(limit)}`,
+     GROUP BY distinct_id ${past} ORDER BY latest, distinct_id LIMIT ${Math.trunc(limit)}`,
   );
-  return { ids: rows.map((row) => row.distinct_id), last: rows.length === 0 ? undefined : Number(rows.at(-1)!.latest) };
+  const lastRow = rows.at(-1);
+  return {
+    ids: rows.map((row) => row.distinct_id),
+    last: lastRow === undefined ? undefined : { at: Number(lastRow.latest), id: lastRow.distinct_id },
+  };
+}
+
+/** Those of `ids` with a fact written after `after` (milliseconds): a flush may still be writing what they lead to. */
+export async function writtenAfter(db: ClickHouse, ids: readonly string[], after: number): Promise<Set<string>> {
+  const query = (list: string) =>
+    `SELECT DISTINCT distinct_id FROM ${db.table("identity_facts")}
+     WHERE distinct_id IN ${list} AND written_at > fromUnixTimestamp64Milli(${Math.trunc(after)}, 'UTC')`;
+  return new Set((await db.rowsIn<{ distinct_id: string }>(ids, query)).map((row) => row.distinct_id));
 }

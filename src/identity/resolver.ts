@@ -9,7 +9,7 @@ import { type FactRow, factsOf, stamped } from "./facts";
 import { legacyFacts } from "./legacy";
 import type { Link } from "./person";
 import { type PersonIntent, personIntentOf } from "./person-rules";
-import { allLinks, loadLinks, loadNeighbourhood, overrideVersions, personVersions } from "./person-store";
+import { allLinks, loadLinks, loadNeighbourhood, overrideVersions, personVersions, writtenAfter } from "./person-store";
 import type { DistinctIdRow, OverrideRow, PersonRow } from "./rows";
 
 export interface IdentityOptions {
@@ -255,9 +255,16 @@ export class IdentityResolver {
    * flush derives them: only those whose stored row is missing, elsewhere or of a lower version
    * (docs/scale-out.md#repair). Writes nothing itself; `repaired` takes what was written.
    */
-  async repair(ids: readonly string[]): Promise<Repair> {
+  async repair(ids: readonly string[], settledBy: number): Promise<Repair> {
     const current = new Map<string, Link>();
-    const derived = await this.#readComponents(new Set(ids), current, []);
+    const read = await this.#readComponents(new Set(ids), current, []);
+    // a component with facts written since `settledBy` may be a flush's that is still writing: the next sweep has it
+    const recent = await writtenAfter(
+      this.db,
+      read.flatMap((component) => [...component.members]),
+      settledBy,
+    );
+    const derived = read.filter((component) => ![...component.members].some((id) => recent.has(id)));
     const rows = derived.flatMap((component) => componentRows(component, (id) => current.get(id)) ?? []);
     const candidates = rows.flatMap((row) => row.persons);
     const overridden = rows.flatMap((row) => row.overrides);

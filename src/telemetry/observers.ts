@@ -124,6 +124,7 @@ export interface Repaired {
   readonly ids: number;
   readonly persons: number;
   readonly links: number;
+  readonly overrides: number;
   readonly seconds: number;
 }
 
@@ -149,9 +150,9 @@ export function storageObserver(log: Logger, metrics: Metrics): StorageObserver 
     preloaded({ links, seconds, complete }) {
       if (links > 0) log.info("identity cache preloaded", { links, seconds, complete });
     },
-    repaired({ ids, persons, links, seconds }) {
+    repaired({ ids, persons, links, overrides, seconds }) {
       // rows behind their facts mean a write failed half-way and was never retried
-      if (persons + links > 0) log.warn("identity repaired", { ids, persons, links, seconds });
+      if (persons + links + overrides > 0) log.warn("identity repaired", { ids, persons, links, overrides, seconds });
       else log.debug("identity swept", { ids, seconds });
     },
     repairFailed(error) {

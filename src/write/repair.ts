@@ -1,9 +1,9 @@
-import { factsWrittenBetween, type IdentityResolver, latestFactWrite } from "../identity";
+import { factsWrittenBetween, type IdentityResolver, latestFactWrite, type SweepCursor } from "../identity";
 import type { ClickHouse } from "../storage";
 import type { StorageObserver } from "../telemetry";
 
-/** Most distinct IDs one sweep re-derives: the bound on a sweep's work (the rest waits for the next). */
-const MAX_IDS = 10_000;
+/** Most distinct IDs one sweep re-derives, by default: the bound on a sweep's work (the rest waits for the next). */
+export const REPAIR_BATCH_IDS = 10_000;
 /**
  * How far before the latest written fact the sweep at startup begins: facts a process left behind when it died
  * are the last it wrote, so they are at most this old when the table's latest fact is theirs. While any instance
@@ -23,6 +23,8 @@ export interface RepairOptions {
    * failed writes can leave facts behind, and a periodic sweep runs only after one (`failed`).
    */
   readonly soleWriter: boolean;
+  /** Most distinct IDs one sweep re-derives (`REPAIR_BATCH_IDS`). */
+  readonly batchIds: number;
 }
 
 /**
@@ -35,6 +37,8 @@ export interface RepairOptions {
 export class RepairSweep {
   /** Facts written up to here (milliseconds) have been swept. */
   #sweptTo: number | undefined;
+  /** Within a backlog (a sweep that found more IDs than it takes): where the next one goes on, without overlap. */
+  #cursor: SweepCursor | undefined;
   #timer: Timer | undefined;
   #running: Promise<void> | undefined;
   /** A sole writer: when the earliest facts of its own writes that failed since the last sweep were written. */
@@ -71,7 +75,7 @@ export class RepairSweep {
 
   /** A periodic sweep; a sole writer whose writes all succeeded has nothing to sweep, and only moves on. */
   async #tick(upTo: number): Promise<void> {
-    if (this.options.soleWriter) {
+    if (this.options.soleWriter && this.#cursor === undefined) {
       if (this.#failedSince === undefined) {
         this.#sweptTo = upTo;
         return;
@@ -91,10 +95,11 @@ export class RepairSweep {
 
   async #sweep(upTo: number): Promise<void> {
     const started = performance.now();
-    const after = (this.#sweptTo ?? upTo) - OVERLAP_MS;
-    const { ids, last } = await factsWrittenBetween(this.db, after, upTo, MAX_IDS);
+    const cursor = this.#cursor;
+    const after = cursor === undefined ? (this.#sweptTo ?? upTo) - OVERLAP_MS : cursor.at - 1;
+    const { ids, last } = await factsWrittenBetween(this.db, after, upTo, this.options.batchIds, cursor);
     if (ids.length > 0) {
-      const repair = await this.identity.repair(ids);
+      const repair = await this.identity.repair(ids, upTo);
       await this.db.insert("persons", repair.persons);
       await this.db.insert("person_overrides", repair.overrides);
       await this.db.insert("person_distinct_ids", repair.distinctIds);
@@ -103,10 +108,12 @@ export class RepairSweep {
         ids: ids.length,
         persons: repair.persons.length,
         links: repair.distinctIds.length,
+        overrides: repair.overrides.length,
         seconds: (performance.now() - started) / 1000,
       });
     }
-    // a full batch stops where its last ID was written; the next sweep goes on from there
-    this.#sweptTo = ids.length === MAX_IDS && last !== undefined ? last : upTo;
+    // a full batch leaves a backlog: the next sweep goes on right after its last ID, however many share a moment
+    this.#cursor = ids.length === this.options.batchIds ? last : undefined;
+    if (this.#cursor === undefined) this.#sweptTo = upTo;
   }
 }

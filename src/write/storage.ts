@@ -5,7 +5,7 @@ import { fillOverrides, type IdentityOptions, IdentityResolver, stamped } from "
 import { ClickHouse, consistencyOf, createSchema, isDataError, literal, tuneEmbeddedEngine } from "../storage";
 import type { FlushPhases, StorageObserver } from "../telemetry";
 import { GroupCommit } from "./group-commit";
-import { RepairSweep } from "./repair";
+import { REPAIR_BATCH_IDS, RepairSweep } from "./repair";
 import { eventInserts, eventRow } from "./rows";
 
 export interface StorageOptions {
@@ -19,6 +19,8 @@ export interface StorageOptions {
   readonly identity: IdentityOptions;
   /** Milliseconds between repair sweeps (`REPAIR_INTERVAL_S`); 0: only the one at startup. */
   readonly repairIntervalMs: number;
+  /** Most distinct IDs a repair sweep re-derives (the next goes on from there). */
+  readonly repairBatchIds: number;
 }
 
 /**
@@ -33,6 +35,7 @@ export function storageOptions(config: Config): StorageOptions {
     maxQueuedEvents: config.maxQueuedEvents,
     flushLingerMs: config.flushLingerMs,
     repairIntervalMs: config.repairIntervalS * 1000,
+    repairBatchIds: REPAIR_BATCH_IDS,
     identity: {
       soleWriter: config.clickhouse.kind === "embedded" && (config.queryPort === undefined || config.queryReadonly),
       cacheTtlMs: config.linkCacheTtlMs,
@@ -74,7 +77,11 @@ export class Storage implements EventSink {
     this.#repairs = new RepairSweep(
       db,
       this.#identity,
-      { intervalMs: options.repairIntervalMs, soleWriter: options.identity.soleWriter },
+      {
+        intervalMs: options.repairIntervalMs,
+        soleWriter: options.identity.soleWriter,
+        batchIds: options.repairBatchIds,
+      },
       observer,
     );
     this.#commits = new GroupCommit((events) => this.#write(events), {

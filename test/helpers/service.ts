@@ -33,12 +33,24 @@ export interface StorageSeams {
   /** Identity options over the configured ones: caches of a few bytes, or the embedded engine as one of several writers. */
   readonly identity?: Partial<IdentityOptions>;
   readonly observer?: StorageObserver;
+  /** Most distinct IDs a repair sweep takes: a small batch makes a backlog of a few. */
+  readonly repairBatchIds?: number;
 }
 
 /** A storage as the service opens it from `config`, with the test's seams. */
-export function openStorage(config: Config, { identity, observer }: StorageSeams = {}): Promise<Storage> {
+export function openStorage(
+  config: Config,
+  { identity, observer, repairBatchIds }: StorageSeams = {},
+): Promise<Storage> {
   const options = storageOptions(config);
-  return Storage.open({ ...options, identity: { ...options.identity, ...identity } }, observer);
+  return Storage.open(
+    {
+      ...options,
+      identity: { ...options.identity, ...identity },
+      repairBatchIds: repairBatchIds ?? options.repairBatchIds,
+    },
+    observer,
+  );
 }
 
 /** The query port of a test service, and what its observer was told. */

@@ -122,3 +122,69 @@ test("a sole writer sweeps after a write of its own failed, and only then", asyn
     await service.stop();
   }
 }, 30_000);
+
+/** An observer that counts what repair sweeps wrote. */
+function sweepCounter(): { observer: StorageObserver; written: () => number } {
+  let written = 0;
+  const observer: StorageObserver = {
+    flushed() {},
+    flushFailed() {},
+    cacheLookups() {},
+    preloaded() {},
+    schemaRepaired() {},
+    repaired({ persons, links, overrides }) {
+      written += persons + links + overrides;
+    },
+    repairFailed() {},
+  };
+  return { observer, written: () => written };
+}
+
+test("a sweep leaves alone a component whose flush is still writing: a slow write is no failed one", async () => {
+  const { observer, written } = sweepCounter();
+  const service = await startService(
+    { PUBLIC_API_KEYS: KEY, REPAIR_INTERVAL_S: "1" },
+    { identity: { soleWriter: false }, observer },
+  );
+  try {
+    const set = (x: number) => [{ event: "$pageview", distinct_id: "slow-a", properties: { $set: { x } } }];
+    expect((await send(service, { api_key: KEY, batch: set(1) })).status).toBe(200);
+    await Bun.sleep(6_500); // its facts are now old enough to be swept
+    const insert = ClickHouse.prototype.insert;
+    const slow = spyOn(ClickHouse.prototype, "insert").mockImplementation(async function (
+      this: ClickHouse,
+      table,
+      rows,
+    ) {
+      if (table === "persons" && rows.length > 0) await Bun.sleep(2_500);
+      return insert.call(this, table, rows);
+    });
+    try {
+      expect((await send(service, { api_key: KEY, batch: set(2) })).status).toBe(200);
+    } finally {
+      slow.mockRestore();
+    }
+    await Bun.sleep(1_500);
+    expect(written()).toBe(0);
+  } finally {
+    await service.stop();
+  }
+}, 30_000);
+
+test("a backlog larger than a sweep's batch is worked through, however many IDs share a moment", async () => {
+  const service = await startService(
+    { PUBLIC_API_KEYS: KEY, REPAIR_INTERVAL_S: "1" },
+    { identity: { soleWriter: false }, repairBatchIds: 20 },
+  );
+  try {
+    // a hundred IDs written in the same few milliseconds: five batches' worth
+    const batch = Array.from({ length: 100 }, (_, i) => ({ event: "$pageview", distinct_id: `bulk-${i}` }));
+    expect((await send(service, { api_key: KEY, batch })).status).toBe(200);
+    await failAfterFacts(service, [{ event: "$pageview", distinct_id: "late-1" }]);
+    const deadline = Date.now() + 20_000;
+    while ((await links(service.db)).get("late-1") === undefined && Date.now() < deadline) await Bun.sleep(250);
+    expect((await links(service.db)).get("late-1")).toBeDefined();
+  } finally {
+    await service.stop();
+  }
+}, 30_000);

@@ -9,7 +9,10 @@ import { literal } from "../sql";
 import { SchemaError } from "./check";
 import { TABLES } from "./tables";
 
-/** How many nodes `cluster` has, as the server's `remote_servers` defines it; each holds the identity tables. */
+/**
+ * How many nodes `cluster` has, as the server's `remote_servers` defines it; a cluster it does not define is a
+ * `SchemaError`, before any DDL.
+ */
 export async function clusterNodes(db: ClickHouse, cluster: string): Promise<number> {
   const [row] = await db.rows<{ nodes: string | number }>(
     `SELECT count() AS nodes FROM system.clusters WHERE cluster = ${literal(cluster)}`,
@@ -25,6 +28,7 @@ export async function clusterNodes(db: ClickHouse, cluster: string): Promise<num
 }
 
 /**
+ * How the tables are replicated where `db` writes, and so what each insert carries (docs/scale-out.md#clusters):
  * - Replicated identity tables are written with a majority quorum (`insert_quorum = 'auto'`, in parallel, since
  *   several instances write at once), so an acknowledged insert survives the loss of a minority of replicas, and a
  *   minority down does not stop ingest. A flush then reads them only after its node has caught up with the log

@@ -38,6 +38,25 @@ async function expectDerived(service: TestService, together: readonly string[][]
   await expectNoSplitPersons(service.db);
 }
 
+/** An observer that counts the sweeps that found IDs, and the rows they wrote. */
+function sweepCounter(): { observer: StorageObserver; sweeps: () => number; written: () => number } {
+  let sweeps = 0;
+  let written = 0;
+  const observer: StorageObserver = {
+    flushed() {},
+    flushFailed() {},
+    cacheLookups() {},
+    preloaded() {},
+    schemaRepaired() {},
+    repaired({ persons, links, overrides }) {
+      sweeps++;
+      written += persons + links + overrides;
+    },
+    repairFailed() {},
+  };
+  return { observer, sweeps: () => sweeps, written: () => written };
+}
+
 const MERGE = [
   { event: "$identify", distinct_id: "r-user", properties: { $anon_distinct_id: "r-anon", $set: { plan: "pro" } } },
   { event: "$pageview", distinct_id: "r-new" },
@@ -92,53 +111,25 @@ test("a running instance's sweep does it too, within one interval of the facts s
 }, 30_000);
 
 test("a sole writer sweeps after a write of its own failed, and only then", async () => {
-  let sweeps = 0;
-  const observer: StorageObserver = {
-    flushed() {},
-    flushFailed() {},
-    cacheLookups() {},
-    preloaded() {},
-    schemaRepaired() {},
-    repaired() {
-      sweeps++;
-    },
-    repairFailed() {},
-  };
+  const { observer, sweeps } = sweepCounter();
   const service = await startService({ PUBLIC_API_KEYS: KEY, REPAIR_INTERVAL_S: "1" }, { observer });
   try {
     // writes that all succeed: three ticks pass, and nothing is swept
     expect((await send(service, { api_key: KEY, batch: MERGE })).status).toBe(200);
     await Bun.sleep(3_500);
-    expect(sweeps).toBe(0);
+    expect(sweeps()).toBe(0);
 
     await failAfterFacts(service, [
       { event: "$identify", distinct_id: "s-user", properties: { $anon_distinct_id: "s-anon" } },
     ]);
     const deadline = Date.now() + 20_000;
     while ((await links(service.db)).get("s-anon") === undefined && Date.now() < deadline) await Bun.sleep(250);
-    expect(sweeps).toBeGreaterThan(0);
+    expect(sweeps()).toBeGreaterThan(0);
     await expectDerived(service, [["s-user", "s-anon"]]);
   } finally {
     await service.stop();
   }
 }, 30_000);
-
-/** An observer that counts what repair sweeps wrote. */
-function sweepCounter(): { observer: StorageObserver; written: () => number } {
-  let written = 0;
-  const observer: StorageObserver = {
-    flushed() {},
-    flushFailed() {},
-    cacheLookups() {},
-    preloaded() {},
-    schemaRepaired() {},
-    repaired({ persons, links, overrides }) {
-      written += persons + links + overrides;
-    },
-    repairFailed() {},
-  };
-  return { observer, written: () => written };
-}
 
 test("a sweep leaves alone a component whose flush is still writing: a slow write is no failed one", async () => {
   const { observer, written } = sweepCounter();

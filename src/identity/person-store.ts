@@ -154,20 +154,26 @@ export async function loadPersons(db: ClickHouse, personIds: readonly string[]):
 }
 
 /** The highest stored version of each of these persons; unknown ones are absent. */
-export async function personVersions(db: ClickHouse, personIds: readonly string[]): Promise<Map<string, number>> {
-  const query = (ids: string) =>
-    `SELECT toString(id) AS person, max(version) AS latest_version FROM ${db.table("persons")}
-     WHERE id IN ${ids} GROUP BY id`;
-  const rows = await db.rowsIn<{ person: string; latest_version: Int64 }>(personIds, query);
-  return new Map(rows.map((row) => [row.person, Number(row.latest_version)]));
+export function personVersions(db: ClickHouse, personIds: readonly string[]): Promise<Map<string, number>> {
+  return latestVersions(db, "persons", "id", personIds);
 }
 
 /** The highest stored version of the override of each of these persons; persons never merged away are absent. */
-export async function overrideVersions(db: ClickHouse, personIds: readonly string[]): Promise<Map<string, number>> {
-  const query = (ids: string) =>
-    `SELECT toString(old_person_id) AS person, max(version) AS latest_version FROM ${db.table("person_overrides")}
-     WHERE old_person_id IN ${ids} GROUP BY old_person_id`;
-  const rows = await db.rowsIn<{ person: string; latest_version: Int64 }>(personIds, query);
+export function overrideVersions(db: ClickHouse, personIds: readonly string[]): Promise<Map<string, number>> {
+  return latestVersions(db, "person_overrides", "old_person_id", personIds);
+}
+
+/** The highest stored `version` of the rows of `table` whose UUID column `key` holds each of `ids`. */
+async function latestVersions(
+  db: ClickHouse,
+  table: string,
+  key: string,
+  ids: readonly string[],
+): Promise<Map<string, number>> {
+  const query = (list: string) =>
+    `SELECT toString(${key}) AS person, max(version) AS latest_version FROM ${db.table(table)}
+     WHERE ${key} IN ${list} GROUP BY ${key}`;
+  const rows = await db.rowsIn<{ person: string; latest_version: Int64 }>(ids, query);
   return new Map(rows.map((row) => [row.person, Number(row.latest_version)]));
 }
 

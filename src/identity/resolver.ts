@@ -6,6 +6,7 @@ import { cachePerson, type LinkCache, linkCache, type PersonCache, personCache }
 import { Component, components } from "./component";
 import { componentRows } from "./derive";
 import { type FactRow, factsOf, stamped } from "./facts";
+import { gatherFacts } from "./gather";
 import { legacyFacts } from "./legacy";
 import type { Link } from "./person";
 import { type PersonIntent, personIntentOf } from "./person-rules";
@@ -329,11 +330,8 @@ export class IdentityResolver {
   }
 
   /**
-   * Every component the IDs belong to, with all its facts: the IDs' facts and links, then those of every ID they
-   * lead to (joined to them, or on a person they were ever on), until no new ID turns up. `current` gets the
-   * stored link of each ID read (and loses those that have none). Persons stored without facts (written before
-   * facts existed) get their facts written first (`legacy.ts`). An ID of which the read found no fact at all,
-   * though the flush has just written some (a replica that is behind), is derived with the flush's own.
+   * Every component the IDs belong to, with all its facts (`gatherFacts`, from this node once it has caught up).
+   * Persons stored without facts (written before facts existed) get their facts written first (`legacy.ts`).
    */
   async #readComponents(
     ids: ReadonlySet<string>,
@@ -342,25 +340,12 @@ export class IdentityResolver {
   ): Promise<Component[]> {
     // every fact and link acknowledged before this flush's read, whichever replica took it, is read
     await this.db.catchUp(IDENTITY_TABLES);
-    const visited = new Set<string>();
-    const facts: FactRow[] = [];
-    const together: [string, string][] = [];
-    for (let frontier = [...ids]; frontier.length > 0; ) {
-      const { links: shared, facts: near } = await loadNeighbourhood(this.db, frontier);
-      for (const id of frontier) current.delete(id);
-      for (const [id, link] of shared) current.set(id, link);
-      for (const onOnePerson of Map.groupBy(shared.keys(), (id) => shared.get(id)!.personId).values()) {
-        for (const id of onOnePerson.slice(1)) together.push([onOnePerson[0]!, id]);
-      }
-      const unvisited = [...new Set([...frontier, ...shared.keys()])].filter((id) => !visited.has(id));
-      for (const id of unvisited) visited.add(id);
-      const reading = new Set(unvisited);
-      const found = near.filter((fact) => reading.has(fact.distinct_id)); // an ID's facts are read once
-      facts.push(...found);
-      frontier = [...new Set(found.filter((f) => f.kind === "joined" && !visited.has(f.name)).map((f) => f.name))];
-    }
-    const readIds = new Set(facts.map((fact) => fact.distinct_id));
-    facts.push(...written.filter((fact) => ids.has(fact.distinct_id) && !readIds.has(fact.distinct_id)));
+    const { facts, together } = await gatherFacts(
+      (frontier) => loadNeighbourhood(this.db, frontier),
+      ids,
+      current,
+      written,
+    );
     const read = components(facts, together);
     const legacy = await legacyFacts(this.db, read, current);
     if (legacy.length === 0) return read;

@@ -151,23 +151,23 @@ export class ReplicatedStore {
 
   /** The highest version of each person, and whether that version is deleted. */
   persons(node: number): Map<string, PersonRow> {
-    const persons = new Map<string, PersonRow>();
-    for (const row of this.rows(node, "persons")) {
-      const held = persons.get(row.id);
-      if (held === undefined || held.version <= row.version) persons.set(row.id, row);
-    }
-    return persons;
+    return latestBy(this.rows(node, "persons"), (row) => row.id);
   }
 
   /** The current override of each person merged away. */
   overrides(node: number): Map<string, OverrideRow> {
-    const overrides = new Map<string, OverrideRow>();
-    for (const row of this.rows(node, "person_overrides")) {
-      const held = overrides.get(row.old_person_id);
-      if (held === undefined || held.version <= row.version) overrides.set(row.old_person_id, row);
-    }
-    return overrides;
+    return latestBy(this.rows(node, "person_overrides"), (row) => row.old_person_id);
   }
+}
+
+/** Each key's row of the highest version, as ReplacingMergeTree keeps it (the later of equal versions). */
+function latestBy<T extends { readonly version: number }>(rows: readonly T[], key: (row: T) => string): Map<string, T> {
+  const latest = new Map<string, T>();
+  for (const row of rows) {
+    const held = latest.get(key(row));
+    if (held === undefined || held.version <= row.version) latest.set(key(row), row);
+  }
+  return latest;
 }
 
 function shuffle<T>(items: T[], choices: Choices): void {

@@ -1,4 +1,12 @@
-import { compareTuples, type FactRow, type FirstOnce, type LastOnce, type LastWrite, type When } from "./facts";
+import {
+  compareTuples,
+  type FactRow,
+  type FirstOnce,
+  type LastOnce,
+  type LastWrite,
+  onceKey,
+  type When,
+} from "./facts";
 import type { Person } from "./person";
 
 /**
@@ -21,6 +29,21 @@ interface KeyState {
   write: LastWrite;
   firstOnce: FirstOnce;
   lastOnce: LastOnce;
+  /**
+   * The earliest `$set_once` after `floor` (`NO_ONCE` if none is known), exact while `floor` is defined: what
+   * decides the key after an `$unset` at or after `floor`. Undefined until `knowOnces` tells it; only the `once`
+   * facts read for that (and a flush's own, after) are folded in.
+   */
+  floor?: When | undefined;
+  after?: FirstOnce | undefined;
+}
+
+/** An earliest `$set_once` that is none: it sorts after every real one. */
+const NO_ONCE: FirstOnce = [1, "1970-01-01 00:00:00.000000" as When[0], 0, ""];
+
+/** Whether a `$set_once` (`once`) came after `when`. */
+function onceAfter(once: FirstOnce | LastOnce, when: When): boolean {
+  return compareTuples([once[1], once[2]], when) > 0;
 }
 
 /** Whether `a` happened before `b`: by when, then by `a`'s and `b`'s names (a person id, a distinct ID). */
@@ -37,7 +60,8 @@ function before(a: When, aName: string, b: When, bName: string): boolean {
  * - it is identified once any of its IDs was, and its primary distinct ID is the earliest identified one (when,
  *   then ID), or else the ID of that earliest birth;
  * - each property is its latest `$set` or `$unset` (when; within one event `$unset` wins); if it never had one,
- *   its earliest `$set_once`; if the latest is an `$unset`, the latest `$set_once` after it, if any;
+ *   its earliest `$set_once`; if the latest is an `$unset`, the earliest `$set_once` after it, if any (which
+ *   takes the `once` facts after that `$unset`: `onceGaps` says which keys lack them, `knowOnces` adds them);
  * - its version counts the rows of its facts; its links' version the rows of the facts links depend on, `born`
  *   and `joined` (not `identified`: a repeated `$identify` rewrites the person, not each of its links).
  *
@@ -79,6 +103,14 @@ export class Component {
         this.#foldProperty(fact.name, { write: fact.last_write, firstOnce: fact.first_once, lastOnce: fact.last_once });
         this.#propertyWrites += fact.writes;
         return;
+      case "once": {
+        // not counted in the version: a derivation reads these only when it needs them
+        const state = this.#properties.get(onceKey(fact.name));
+        if (state?.floor !== undefined && onceAfter(fact.first_once, state.floor)) {
+          if (compareTuples(fact.first_once, state.after!) < 0) state.after = fact.first_once;
+        }
+        return;
+      }
     }
     this.#identityWrites += fact.writes;
     if (fact.kind !== "identified") this.#linkWrites += fact.writes;
@@ -90,9 +122,51 @@ export class Component {
       this.#properties.set(key, { ...update });
       return;
     }
+    const onces = this.#foldOnces(state, update);
     if (compareTuples(update.write, state.write) > 0) state.write = update.write;
     if (compareTuples(update.firstOnce, state.firstOnce) < 0) state.firstOnce = update.firstOnce;
     if (compareTuples(update.lastOnce, state.lastOnce) > 0) state.lastOnce = update.lastOnce;
+    state.floor = onces.floor;
+    state.after = onces.after;
+  }
+
+  /**
+   * What is known of the earliest `$set_once` after a floor once two states are one: a side with no `$set_once`
+   * at all changes nothing; otherwise it is known after the later floor if neither side's is at or before it.
+   */
+  #foldOnces(a: KeyState, b: KeyState): Pick<KeyState, "floor" | "after"> {
+    const none = (side: KeyState) => side.floor === undefined && side.lastOnce[0] === 0;
+    if (none(b)) return a;
+    if (none(a)) return b;
+    if (a.floor === undefined || b.floor === undefined) return {};
+    const floor = compareTuples(b.floor, a.floor) > 0 ? b.floor : a.floor;
+    const [x, y] = [a.after!, b.after!];
+    if (![x, y].every((once) => once[0] === 1 || onceAfter(once, floor))) return {};
+    return { floor, after: compareTuples(y, x) < 0 ? y : x };
+  }
+
+  /**
+   * The keys whose value is the earliest `$set_once` after their latest write, an `$unset` (`[key, when]`), that
+   * this component cannot tell: some `$set_once` came after it, and the `once` facts after it are not all here.
+   */
+  onceGaps(): [string, When][] {
+    const gaps: [string, When][] = [];
+    for (const [key, { write, lastOnce, floor, after }] of this.#properties) {
+      if (write[0] === 0 || write[3] === 0 || lastOnce[0] === 0) continue;
+      const unsetAt: When = [write[1], write[2]];
+      if (!onceAfter(lastOnce, unsetAt)) continue;
+      const known = floor !== undefined && compareTuples(floor, unsetAt) <= 0 && onceAfter(after!, unsetAt);
+      if (!known) gaps.push([key, unsetAt]);
+    }
+    return gaps;
+  }
+
+  /** The earliest `$set_once` of `key` after `floor` (none: undefined), as read from its `once` facts. */
+  knowOnces(key: string, floor: When, earliest: FirstOnce | undefined): void {
+    const state = this.#properties.get(key);
+    if (state === undefined) return;
+    state.floor = floor;
+    state.after = earliest ?? NO_ONCE;
   }
 
   /** A copy that takes further facts without changing this one. */
@@ -191,20 +265,28 @@ export class Component {
   propertiesJson(): string {
     const entries: string[] = [];
     for (const key of [...this.#properties.keys()].sort()) {
-      const value = keyValue(this.#properties.get(key)!);
+      const value = keyValue(key, this.#properties.get(key)!);
       if (value !== undefined) entries.push(`${JSON.stringify(key)}:${value}`);
     }
     return `{${entries.join(",")}}`;
   }
 }
 
-/** A key's value as JSON text, or undefined if it has none (the rule in `Component`). */
-function keyValue({ write, firstOnce, lastOnce }: KeyState): string | undefined {
+/**
+ * A key's value as JSON text, or undefined if it has none (the rule in `Component`). After an `$unset` that a
+ * `$set_once` followed, the earliest of those must be known (`onceGaps` is empty): a derivation without it would
+ * write a value no other instance derives.
+ */
+function keyValue(key: string, { write, firstOnce, lastOnce, floor, after }: KeyState): string | undefined {
   const [written, writtenAt, writtenArrival, unset, value] = write;
   if (written === 0) return firstOnce[0] === 0 ? firstOnce[3] : undefined;
   if (unset === 0) return value;
-  const onceAfter = lastOnce[0] === 1 && compareTuples([lastOnce[1], lastOnce[2]], [writtenAt, writtenArrival]) > 0;
-  return onceAfter ? lastOnce[3] : undefined;
+  const unsetAt: When = [writtenAt, writtenArrival];
+  if (lastOnce[0] === 0 || !onceAfter(lastOnce, unsetAt)) return undefined;
+  if (floor === undefined || compareTuples(floor, unsetAt) > 0 || !onceAfter(after!, unsetAt)) {
+    throw new Error(`The earliest $set_once of ${JSON.stringify(key)} after its $unset was not read`);
+  }
+  return after![3];
 }
 
 /**

@@ -11,12 +11,16 @@ import type { PersonIntent } from "./person-rules";
  * - `joined`: an `$identify` or `$create_alias` put the ID and the ID `name` on one person; written both ways.
  * - `identified`: an `$identify` was sent with this ID as its distinct ID.
  * - `property`: updates of the key `name`: its latest `$set` or `$unset`, its earliest and latest `$set_once`.
+ * - `once`: one `$set_once` of a key (`first_once`), named by the key and when (`onceName`), so these rows do not
+ *   collapse: after an `$unset` the first `$set_once` that follows it wins, and which that is depends on when the
+ *   `$unset` was, which a later event can move. Read only for a key whose latest write is an `$unset` that some
+ *   `$set_once` followed (`gather.ts`, `fillOnceGaps`).
  *
  * Rows with the same `(distinct_id, kind, name)` collapse (AggregatingMergeTree): `at` and `first_once` to the
  * earliest, `last_write` and `last_once` to the latest, `writes` to the sum. The tuples order as ClickHouse
  * compares them, so a read of the collapsed row and a fold of the rows here give the same answer.
  */
-export type FactKind = "born" | "joined" | "identified" | "property";
+export type FactKind = "born" | "joined" | "identified" | "property" | "once";
 
 /**
  * When: the event's timestamp, then its arrival stamp (`arrival-clock.ts`), which orders events with equal
@@ -61,7 +65,12 @@ const NO_FIRST_ONCE: FirstOnce = [1, EPOCH, 0, ""];
 const NO_LAST_ONCE: LastOnce = [0, EPOCH, 0, ""];
 
 /** A fact other than a property update, written once. */
-export function identityFact(kind: Exclude<FactKind, "property">, distinctId: string, name: string, at: When): FactRow {
+export function identityFact(
+  kind: Exclude<FactKind, "property" | "once">,
+  distinctId: string,
+  name: string,
+  at: When,
+): FactRow {
   return {
     distinct_id: distinctId,
     kind,
@@ -90,6 +99,35 @@ export function propertyFact(
     last_write: write === undefined ? NO_WRITE : [1, at[0], at[1], write[0], write[1]],
     first_once: once === undefined ? NO_FIRST_ONCE : [0, at[0], at[1], once],
     last_once: once === undefined ? NO_LAST_ONCE : [1, at[0], at[1], once],
+    writes: 1,
+  };
+}
+
+/** The name of a `once` fact: JSON text of the key and when, which starts with `oncePrefix(key)`. */
+export function onceName(key: string, at: When): string {
+  return JSON.stringify([key, at[0], at[1]]);
+}
+
+/** What the names of a key's `once` facts start with: its JSON text cannot be the start of another key's. */
+export function oncePrefix(key: string): string {
+  return `${JSON.stringify([key]).slice(0, -1)},`;
+}
+
+/** The key a `once` fact's name holds. */
+export function onceKey(name: string): string {
+  return (JSON.parse(name) as [string])[0];
+}
+
+/** One `$set_once` of a key by one event, kept apart from every other (`once` above). */
+export function onceFact(distinctId: string, key: string, at: When, value: string): FactRow {
+  return {
+    distinct_id: distinctId,
+    kind: "once",
+    name: onceName(key, at),
+    at,
+    last_write: NO_WRITE,
+    first_once: [0, at[0], at[1], value],
+    last_once: NO_LAST_ONCE,
     writes: 1,
   };
 }
@@ -136,6 +174,7 @@ export function factsOf(
     for (const key of new Set([...writes.keys(), ...onces.keys()])) {
       facts.push(propertyFact(distinctId, key, at, writes.get(key), onces.get(key)));
     }
+    for (const [key, value] of onces) facts.push(onceFact(distinctId, key, at, value));
   }
   return facts;
 }

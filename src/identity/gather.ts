@@ -1,4 +1,5 @@
-import type { FactRow } from "./facts";
+import type { Component } from "./component";
+import type { FactRow, FirstOnce, When } from "./facts";
 import type { Link } from "./person";
 
 /** One read around some distinct IDs (`loadNeighbourhood`): links of the IDs on their persons, and their facts. */
@@ -47,4 +48,29 @@ export async function gatherFacts(
   const readIds = new Set(facts.map((fact) => fact.distinct_id));
   facts.push(...written.filter((fact) => ids.has(fact.distinct_id) && !readIds.has(fact.distinct_id)));
   return { facts, together, visited };
+}
+
+/** A key of a person whose earliest `$set_once` after `after` (its latest write, an `$unset`) is wanted. */
+export interface OnceRequest {
+  readonly ids: readonly string[];
+  readonly key: string;
+  readonly after: When;
+}
+
+/**
+ * Reads what the components need to know of `$set_once`s after an `$unset` (`Component.onceGaps`) and tells
+ * them: every derivation of a person, with whatever facts in view, then gives the same properties.
+ */
+export async function fillOnceGaps(
+  components: readonly Component[],
+  read: (requests: readonly OnceRequest[]) => Promise<readonly (FirstOnce | undefined)[]> | (FirstOnce | undefined)[],
+): Promise<void> {
+  const asked: [Component, OnceRequest][] = components.flatMap((component) =>
+    component
+      .onceGaps()
+      .map(([key, after]): [Component, OnceRequest] => [component, { ids: [...component.members], key, after }]),
+  );
+  if (asked.length === 0) return;
+  const found = await read(asked.map(([, request]) => request));
+  for (const [index, [component, { key, after }]] of asked.entries()) component.knowOnces(key, after, found[index]);
 }

@@ -1,7 +1,8 @@
 import type { Timestamp } from "../contract";
 import type { ClickHouse } from "../storage";
 import { literal } from "../storage";
-import type { FactRow } from "./facts";
+import { compareTuples, type FactRow, type FirstOnce, oncePrefix } from "./facts";
+import type { OnceRequest } from "./gather";
 import type { Link, Person } from "./person";
 
 // The SQL that reads facts, links and persons (./rows.ts has the rows that write them). ClickHouse lets an alias
@@ -111,12 +112,35 @@ export async function loadNeighbourhood(
       f.latest_write AS latest_write, f.earliest_once AS earliest_once, f.latest_once AS latest_once,
       f.rows_written AS rows_written
     FROM (${linksQuery(db, "distinct_id IN sharing")}) AS l
-    FULL OUTER JOIN (${factsQuery(db, "distinct_id IN frontier OR distinct_id IN sharing")}) AS f
+    FULL OUTER JOIN (${factsQuery(db, "(distinct_id IN frontier OR distinct_id IN sharing) AND kind != 'once'")}) AS f
       ON f.distinct_id = l.distinct_id`;
   // an absent side reads as its columns' defaults (join_use_nulls is 0): empty IDs, which are never a real one
   const rows = await db.rowsIn<NeighbourRecord>(distinctIds, query);
   const links = toLinks(rows.filter((row) => row.link_id !== "").map((row) => ({ ...row, distinct_id: row.link_id })));
   return { links, facts: rows.filter((row) => row.distinct_id !== "").map(toFact) };
+}
+
+/**
+ * For each request, the earliest `$set_once` of its key by any of its IDs after its `after` (undefined if none),
+ * read from the `once` facts (facts.ts). A request a round trip: they come only after an `$unset`.
+ */
+export async function loadOnces(db: ClickHouse, requests: readonly OnceRequest[]): Promise<(FirstOnce | undefined)[]> {
+  const found: (FirstOnce | undefined)[] = [];
+  for (const { ids, key, after } of requests) {
+    const query = (list: string) =>
+      `SELECT min(first_once) AS earliest, count() AS onces FROM ${db.table("identity_facts")}
+       WHERE kind = 'once' AND distinct_id IN ${list} AND startsWith(name, ${literal(oncePrefix(key))})
+         AND (tupleElement(first_once, 2), tupleElement(first_once, 3))
+           > (toDateTime64(${literal(after[0])}, 6, 'UTC'), ${after[1]})`;
+    let earliest: FirstOnce | undefined;
+    for (const row of await db.rowsIn<{ earliest: [0 | 1, Timestamp, Int64, string]; onces: Int64 }>(ids, query)) {
+      if (Number(row.onces) === 0) continue;
+      const once: FirstOnce = [row.earliest[0], row.earliest[1], Number(row.earliest[2]), row.earliest[3]];
+      if (earliest === undefined || compareTuples(once, earliest) < 0) earliest = once;
+    }
+    found.push(earliest);
+  }
+  return found;
 }
 
 interface PersonRecord {

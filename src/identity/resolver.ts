@@ -6,11 +6,19 @@ import { cachePerson, type LinkCache, linkCache, type PersonCache, personCache }
 import { Component, components } from "./component";
 import { componentRows } from "./derive";
 import { type FactRow, factsOf, stamped } from "./facts";
-import { gatherFacts } from "./gather";
+import { fillOnceGaps, gatherFacts } from "./gather";
 import { legacyFacts } from "./legacy";
 import type { Link } from "./person";
 import { type PersonIntent, personIntentOf } from "./person-rules";
-import { allLinks, loadLinks, loadNeighbourhood, overrideVersions, personVersions, writtenAfter } from "./person-store";
+import {
+  allLinks,
+  loadLinks,
+  loadNeighbourhood,
+  loadOnces,
+  overrideVersions,
+  personVersions,
+  writtenAfter,
+} from "./person-store";
 import type { DistinctIdRow, OverrideRow, PersonRow } from "./rows";
 
 export interface IdentityOptions {
@@ -179,6 +187,11 @@ export class IdentityResolver {
       }
       const whole = new Component();
       for (const person of [...cached, ...parts]) whole.absorb(person);
+      if (whole.onceGaps().length > 0) {
+        // an `$unset` followed by `$set_once`s it has not read: read as another writer would
+        for (const id of whole.members) toRead.add(id);
+        continue;
+      }
       derived.push(whole);
       if (cached.size === 1) linkedBefore.set(whole, [...cached][0]!);
     }
@@ -346,11 +359,14 @@ export class IdentityResolver {
       current,
       written,
     );
-    const read = components(facts, together);
+    let read = components(facts, together);
     const legacy = await legacyFacts(this.db, read, current);
-    if (legacy.length === 0) return read;
-    await this.db.insert("identity_facts", stamped(legacy));
-    return components([...facts, ...legacy], together);
+    if (legacy.length > 0) {
+      await this.db.insert("identity_facts", stamped(legacy));
+      read = components([...facts, ...legacy], together);
+    }
+    await fillOnceGaps(read, (requests) => loadOnces(this.db, requests));
+    return read;
   }
 
   #incomplete(): void {

@@ -48,7 +48,7 @@ export interface StorageObserver {
   repaired(repair: Repaired): void;
   /** A repair sweep failed; the next one tries again. */
   repairFailed(error: unknown): void;
-  /** A missing column was added at startup. */
+  /** A missing column was added at startup, or an enum column widened. */
   schemaRepaired(table: string, column: string, type: string): void;
 }
 
@@ -159,7 +159,7 @@ export function storageObserver(log: Logger, metrics: Metrics): StorageObserver 
       log.error("identity repair failed", { cause: describeError(error) });
     },
     schemaRepaired(table, column, type) {
-      log.warn("schema repaired: a missing column was added", { table, column, type });
+      log.warn("schema repaired: a column was added or widened", { table, column, type });
     },
   };
 }

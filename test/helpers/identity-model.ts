@@ -157,8 +157,9 @@ export class IdentityModel {
   }
 
   /**
-   * The properties of an ID's person, per key: the latest `$set` or `$unset`; with none, the earliest
-   * `$set_once`; after an `$unset`, the latest `$set_once` that came after it, if any. Order-independent.
+   * The properties of an ID's person, per key, as the contract folds its updates in event order: `$set` writes,
+   * `$unset` removes, `$set_once` writes only a key that is absent; within one event `$set_once` comes first and
+   * `$unset` last. Order-independent.
    */
   properties(distinctId: string): Record<string, unknown> {
     const ids = this.component(distinctId);
@@ -167,17 +168,12 @@ export class IdentityModel {
       (update) => update.key,
     );
     const properties: Record<string, unknown> = {};
+    const within = { set_once: 0, set: 1, unset: 2 } as const;
     for (const [key, updates] of byKey) {
-      updates.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
-      const writes = updates.filter((u) => u.op !== "set_once");
-      const onces = updates.filter((u) => u.op === "set_once");
-      const last = writes.at(-1);
-      if (last?.op === "set") properties[key] = last.value;
-      else if (last === undefined) {
-        if (onces.length > 0) properties[key] = onces[0]!.value;
-      } else {
-        const after = onces.filter((once) => once.at > last.at);
-        if (after.length > 0) properties[key] = after.at(-1)!.value;
+      updates.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : within[a.op] - within[b.op]));
+      for (const { op, value } of updates) {
+        if (op === "set" || (op === "set_once" && !Object.hasOwn(properties, key))) properties[key] = value;
+        else if (op === "unset") delete properties[key];
       }
     }
     return properties;

@@ -1,6 +1,8 @@
-import type { FactRow } from "../../src/identity/facts";
+import type { FactRow, FirstOnce } from "../../src/identity/facts";
+import type { OnceRequest } from "../../src/identity/gather";
 import type { Link } from "../../src/identity/person";
 import type { DistinctIdRow, OverrideRow, PersonRow } from "../../src/identity/rows";
+import { earliestOnce } from "./onces";
 
 /**
  * A replicated table store for a deterministic simulation of a cluster: what ClickHouse's replicated tables do
@@ -144,9 +146,15 @@ export class ReplicatedStore {
     const current = this.links(node);
     const links = new Map([...sharing].flatMap((id) => (current.has(id) ? [[id, current.get(id)!] as const] : [])));
     const facts = this.rows(node, "identity_facts").filter(
-      (fact) => frontier.has(fact.distinct_id) || sharing.has(fact.distinct_id),
+      (fact) => fact.kind !== "once" && (frontier.has(fact.distinct_id) || sharing.has(fact.distinct_id)),
     );
     return { links, facts };
+  }
+
+  /** What `loadOnces` reads on `node`. */
+  onces(node: number, requests: readonly OnceRequest[]): (FirstOnce | undefined)[] {
+    const facts = this.rows(node, "identity_facts");
+    return requests.map((request) => earliestOnce(facts, request));
   }
 
   /** The highest version of each person, and whether that version is deleted. */

@@ -3,6 +3,7 @@ import type { CapturedEvent, Timestamp } from "../../src/contract/event";
 import { components } from "../../src/identity/component";
 import { factsOf } from "../../src/identity/facts";
 import { personIntentOf } from "../../src/identity/person-rules";
+import { settled } from "../helpers/onces";
 
 const at = (second: number) => `2026-01-01 00:00:0${second}.000000` as Timestamp;
 
@@ -22,7 +23,8 @@ function factsOfIntents(intents: ReturnType<typeof intent>[]) {
 
 /** Events of one distinct ID, a second apart in the order given, folded into the person their facts make. */
 function personAfter(...updates: Record<string, unknown>[]) {
-  const [component] = components(factsOfIntents(updates.map((properties, i) => intent("p", i, properties))));
+  const facts = factsOfIntents(updates.map((properties, i) => intent("p", i, properties)));
+  const [component] = settled(components(facts), facts);
   return component!.person()!;
 }
 
@@ -50,6 +52,47 @@ describe("person properties, folded from facts", () => {
 
   test("after an $unset, a later $set_once fills the key again", () => {
     expect(propertiesAfter({ $set: { a: 1 } }, { $unset: ["a"] }, { $set_once: { a: 2 } })).toEqual({ a: 2 });
+  });
+
+  test("after an $unset, the first $set_once that follows it wins, not the latest", () => {
+    expect(propertiesAfter({ $unset: ["a"] }, { $set_once: { a: "first" } }, { $set_once: { a: "second" } })).toEqual({
+      a: "first",
+    });
+    // $set_once before the $unset does not count, and one in the $unset's own event loses to it
+    expect(
+      propertiesAfter({ $set_once: { a: "before" } }, { $unset: ["a"], $set_once: { a: "same" } }, { b: 1 }),
+    ).toEqual({});
+  });
+
+  test("an $unset that arrives late moves which $set_once is the first after it", () => {
+    const onces = ["zero", "one", "two", "three"].map((value, second) =>
+      intent("p", second, { $set_once: { a: value } }),
+    );
+    const unset = intent("p", 1, { $unset: ["a"] }); // between "one" (second 1, stamped earlier) and "two"
+    const facts = factsOfIntents([...onces, unset]);
+    const [component] = settled(components(facts), facts);
+    expect(JSON.parse(component!.person()!.properties)).toEqual({ a: "two" });
+  });
+
+  test("two persons, each knowing its $set_onces, merge into one that reads again before it tells", () => {
+    const facts = factsOfIntents([
+      intent("a", 0, { $set: { k: "set" } }),
+      intent("b", 3, { $unset: ["k"] }),
+      intent("b", 4, { $set_once: { k: "b's" } }),
+      intent("a", 5, { $set_once: { k: "a's" } }),
+    ]);
+    const [first, second] = settled(components(facts), facts);
+    const whole = first!.clone();
+    whole.absorb(second!);
+    expect(whole.onceGaps().map(([key]) => key)).toEqual(["k"]);
+    expect(JSON.parse(settled([whole], facts)[0]!.person()!.properties)).toEqual({ k: "b's" });
+  });
+
+  test("a fold that lacks the $set_once facts after an $unset says so, and refuses to guess", () => {
+    const facts = factsOfIntents([intent("p", 0, { $unset: ["a"] }), intent("p", 1, { $set_once: { a: 1 } })]);
+    const [component] = components(facts.filter((fact) => fact.kind !== "once"));
+    expect(component!.onceGaps()).toEqual([["a", [at(0), 1]]]);
+    expect(() => component!.person()).toThrow('The earliest $set_once of "a" after its $unset was not read');
   });
 
   test("the latest timestamp wins, whatever order the facts are folded in", () => {

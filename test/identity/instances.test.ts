@@ -96,3 +96,37 @@ test("an instance that changes a person reads it fresh, whatever its cache says"
     await a.stop();
   }
 });
+
+test("after an $unset, the first $set_once that follows it wins, in every arrival order, on either instance", async () => {
+  const [a, b] = await twoInstances();
+  try {
+    const at = (second: number) => `2026-03-01T00:00:0${second}Z`;
+    const updates = [
+      { properties: { $unset: ["plan"] }, timestamp: at(2) },
+      { properties: { $set_once: { plan: "first" } }, timestamp: at(4) },
+      { properties: { $set_once: { plan: "second" } }, timestamp: at(6) },
+      { properties: { $set_once: { plan: "before" } }, timestamp: at(1) },
+    ];
+    const orders = [
+      [0, 1, 2, 3],
+      [2, 1, 0, 3],
+      [3, 2, 0, 1],
+      [1, 2, 3, 0],
+    ];
+    for (const [n, order] of orders.entries()) {
+      const id = `once-${n}`;
+      for (const [i, update] of order.entries()) {
+        const batch = [{ event: "e", distinct_id: id, ...updates[update] }];
+        expect((await send(i % 2 === 0 ? a : b, { api_key: KEY, batch })).status).toBe(200);
+      }
+      expect({ id, properties: (await personOf(a.db, id))?.properties }).toEqual({ id, properties: { plan: "first" } });
+    }
+    // an $unset that arrives late, between the two: the one after it wins now
+    const batch = [{ event: "e", distinct_id: "once-0", properties: { $unset: ["plan"] }, timestamp: at(5) }];
+    expect((await send(b, { api_key: KEY, batch })).status).toBe(200);
+    expect((await personOf(a.db, "once-0"))?.properties).toEqual({ plan: "second" });
+  } finally {
+    await b.stop({ drop: false });
+    await a.stop();
+  }
+}, 60_000);

@@ -313,6 +313,33 @@ describe("person properties (rule 7)", () => {
     });
   });
 
+  test("after an $unset, the first $set_once after it wins, whichever came first, across persons that merge", async () => {
+    const at = (second: number) => `2026-02-01T00:00:0${second}Z`;
+    await capture([
+      { event: "e", distinct_id: "once-user", properties: { $set_once: { plan: "second" } }, timestamp: at(6) },
+    ]);
+    await capture([
+      { event: "e", distinct_id: "once-anon", properties: { $set_once: { plan: "first" } }, timestamp: at(4) },
+    ]);
+    await capture([{ event: "e", distinct_id: "once-user", properties: { $unset: ["plan"] }, timestamp: at(2) }]);
+    expect((await personOf(service.db, "once-user"))?.properties).toEqual({ plan: "second" });
+    // the merge brings the anonymous ID's earlier $set_once, which now comes first after the $unset
+    await capture([
+      {
+        event: "$identify",
+        distinct_id: "once-user",
+        properties: { $anon_distinct_id: "once-anon" },
+        timestamp: at(8),
+      },
+    ]);
+    expect((await personOf(service.db, "once-user"))?.properties).toEqual({ plan: "first" });
+    // a later $set_once changes nothing; a $set does
+    await capture([
+      { event: "e", distinct_id: "once-anon", properties: { $set_once: { plan: "third" } }, timestamp: at(9) },
+    ]);
+    expect((await personOf(service.db, "once-user"))?.properties).toEqual({ plan: "first" });
+  });
+
   test("$identify marks the person identified; the primary ID is the identified one, else the first seen", async () => {
     await capture([{ event: "$pageview", distinct_id: "primary-anon" }]);
     expect(await personOf(service.db, "primary-anon")).toMatchObject({ distinct_id: "primary-anon", is_identified: 0 });

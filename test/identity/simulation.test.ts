@@ -4,11 +4,12 @@ import type { CapturedEvent, Timestamp } from "../../src/contract";
 import { type Component, components } from "../../src/identity/component";
 import { componentRows } from "../../src/identity/derive";
 import { type FactRow, factsOf } from "../../src/identity/facts";
-import { gatherFacts } from "../../src/identity/gather";
+import { fillOnceGaps, gatherFacts } from "../../src/identity/gather";
 import type { Link } from "../../src/identity/person";
 import { personIntentOf } from "../../src/identity/person-rules";
 import type { DistinctIdRow, OverrideRow, PersonRow } from "../../src/identity/rows";
 import { type ModelEvent, random, randomEvent, timestamps } from "../helpers/identity-model";
+import { settled } from "../helpers/onces";
 import { type EventRow, type InsertOutcome, ReplicatedStore } from "../helpers/replicas";
 
 /**
@@ -71,7 +72,9 @@ async function simulate(seed: number, catchUp: boolean): Promise<Run> {
         !store.held[node]!.has(part) && store.log[part]!.rows.some((row) => visited.has((row as FactRow).distinct_id)),
     );
     if (lacking) staleReads++;
-    return components(facts, together);
+    const read = components(facts, together);
+    await fillOnceGaps(read, (requests) => store.onces(node, requests));
+    return read;
   };
 
   /** The rows a derivation writes, as the resolver makes them (`componentRows`), and each ID's person. */
@@ -173,7 +176,8 @@ function expectAtRest(store: ReplicatedStore): void {
   const links = store.links(0);
   const persons = store.persons(0);
   const overrides = store.overrides(0);
-  for (const component of components(store.rows(0, "identity_facts"))) {
+  const facts = store.rows(0, "identity_facts");
+  for (const component of settled(components(facts), facts)) {
     const person = component.person();
     if (person === undefined) continue;
     for (const id of component.members)

@@ -173,12 +173,50 @@ describe("an existing database that drifted from the schema", () => {
     try {
       await db.command(`ALTER TABLE ${db.table("events")} DROP COLUMN host`);
       const storage = await Storage.open(storageOptions(config));
-      expect(String(warned.mock.calls[0]?.[0])).toContain("no column host");
+      expect(String(warned.mock.calls[0]?.[0])).toContain("events`.host is missing");
       await storage.ingest(
         (await captured([{ event: "e", distinct_id: "u", properties: { $host: "h.example" } }])).events,
       );
       await storage.close();
       expect(await db.rows(`SELECT host FROM ${db.table("events")}`)).toEqual([{ host: "h.example" }]);
+    } finally {
+      warned.mockRestore();
+      await db.command(`DROP DATABASE \`${config.clickhouse.database}\``);
+      await db.close();
+    }
+  });
+
+  test("an enum from before a kind of fact existed is widened at startup, and its rows read as they were", async () => {
+    const { config, db } = await freshDatabase();
+    const warned = spyOn(console, "warn").mockImplementation(() => {});
+    try {
+      const facts = db.table("identity_facts");
+      // a key column cannot be narrowed: the table is made again as 0.2.0 made it
+      const [{ statement }] = (await db.rows<{ statement: string }>(`SHOW CREATE TABLE ${facts}`)) as [
+        { statement: string },
+      ];
+      await db.command(`DROP TABLE ${facts}`);
+      await db.command(statement.replace(", 'once' = 5)", ")"));
+      await db.command(`INSERT INTO ${facts} (distinct_id, kind, name) VALUES ('old', 'property', 'plan')`);
+      const storage = await Storage.open(storageOptions(config));
+      expect(String(warned.mock.calls[0]?.[0])).toContain("identity_facts`.kind is missing or narrower than Enum8(");
+      await storage.ingest(
+        (
+          await captured([
+            { event: "e", distinct_id: "u", properties: { $unset: ["plan"] } },
+            { event: "e", distinct_id: "u", properties: { $set_once: { plan: "free" } } },
+          ])
+        ).events,
+      );
+      await storage.close();
+      const kinds = await db.rows<{ kind: string; rows: string }>(
+        `SELECT kind, toString(count()) AS rows FROM ${facts} WHERE distinct_id IN ('old', 'u') GROUP BY kind ORDER BY kind`,
+      );
+      expect(kinds).toEqual([
+        { kind: "born", rows: "1" },
+        { kind: "property", rows: "3" },
+        { kind: "once", rows: "1" },
+      ]);
     } finally {
       warned.mockRestore();
       await db.command(`DROP DATABASE \`${config.clickhouse.database}\``);

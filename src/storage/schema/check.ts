@@ -45,12 +45,13 @@ function sameEngine(found: string, wanted: string, cluster: boolean): boolean {
 export type RepairObserver = (table: string, column: string, type: string) => void;
 
 export const warnRepair: RepairObserver = (table, column, type) =>
-  console.warn(`Schema: ${table} had no column ${column}; adding it as ${type}.`);
+  console.warn(`Schema: ${table}.${column} is missing or narrower than ${type}; adding or widening it.`);
 
 /**
  * Checks the columns of the schema's tables: a missing column is added (safe: it only gets its default in old
- * rows); a column of another type is a `SchemaError` naming the table, because writing on would silently lose or
- * mangle data. Extra columns are left alone.
+ * rows), an enum that lacks values added since is widened (a change of metadata only: stored values keep their
+ * numbers); a column of another type is a `SchemaError` naming the table, because writing on would silently lose
+ * or mangle data. Extra columns are left alone.
  */
 export async function checkColumns(
   db: ClickHouse,
@@ -68,6 +69,9 @@ export async function checkColumns(
       if (found === undefined) {
         onRepair(db.table(object.name), name, type);
         await db.command(`ALTER TABLE ${db.table(object.name)}${onCluster} ADD COLUMN IF NOT EXISTS ${name} ${type}`);
+      } else if (widens(found, type)) {
+        onRepair(db.table(object.name), name, type);
+        await db.command(`ALTER TABLE ${db.table(object.name)}${onCluster} MODIFY COLUMN ${name} ${type}`);
       } else if (found !== type) {
         throw new SchemaError(
           `Table ${db.table(object.name)} has column ${name} of type ${found}, but this service writes ${type}: ` +
@@ -76,4 +80,9 @@ export async function checkColumns(
       }
     }
   }
+}
+
+/** Whether `wanted` is the enum `found` with values added at its end. */
+function widens(found: string, wanted: string): boolean {
+  return /^Enum(8|16)\(/.test(found) && wanted.startsWith(`${found.slice(0, -1)}, `) && found.endsWith(")");
 }

@@ -2,7 +2,7 @@ import type { Config } from "../config";
 import type { CaptureResult, EventSink, Timestamp } from "../contract";
 import { checkApiKey, checkOrigin } from "./auth";
 import { type ContentEncoding, checkHeaders, parseBody } from "./decode";
-import { type ClientClock, normalize } from "./normalize";
+import { type BatchContext, normalize } from "./normalize";
 import { timestampFromDate } from "./timestamp";
 import { type AcceptedEvent, acceptEvents, parsePayload, sentAtOf } from "./validate";
 
@@ -42,8 +42,12 @@ export async function captureBatch(
   const payload = parsePayload(parseBody(body), config.maxEventsPerBatch);
   checkApiKey(payload, head.origin, config.publicApiKeys);
   const { events, dropped } = acceptEvents(payload.batch);
-  const clock = { correctClockSkew: config.correctClockSkew, sentAt: sentAtOf(payload.sent_at) };
-  await ingestAccepted(events, sink, head.receivedAt, clock);
+  const context: BatchContext = {
+    correctClockSkew: config.correctClockSkew,
+    sentAt: sentAtOf(payload.sent_at),
+    personlessEvents: config.personlessEvents,
+  };
+  await ingestAccepted(events, sink, head.receivedAt, context);
   return { ingested: events.length, dropped };
 }
 
@@ -55,7 +59,7 @@ export function ingestAccepted(
   events: readonly AcceptedEvent[],
   sink: EventSink,
   receivedAt: Timestamp = timestampFromDate(new Date()),
-  clock?: ClientClock,
+  context?: BatchContext,
 ): Promise<void> {
-  return sink.ingest(events.map((event) => normalize(event, receivedAt, clock)));
+  return sink.ingest(events.map((event) => normalize(event, receivedAt, context)));
 }

@@ -2,34 +2,38 @@ import { type CapturedEvent, columnText, isRawNumber, LIMITS, numberText, type T
 import { millisOf, shifted } from "./timestamp";
 import type { AcceptedEvent } from "./validate";
 
-/** What the request says about the client's clock. */
-export interface ClientClock {
+/** What the request and the settings say about a batch's events, beyond the events themselves. */
+export interface BatchContext {
   /** `CORRECT_CLOCK_SKEW`. */
   readonly correctClockSkew: boolean;
   /** The batch's `sent_at`, for events that carry none of their own. */
   readonly sentAt: Timestamp | undefined;
+  /** `PERSONLESS_EVENTS`: whether `$process_person_profile: false` keeps an event from making or changing a person. */
+  readonly personlessEvents: boolean;
 }
 
-const AS_SENT: ClientClock = { correctClockSkew: false, sentAt: undefined };
+const AS_SENT: BatchContext = { correctClockSkew: false, sentAt: undefined, personlessEvents: true };
 
 /**
  * The well-known properties get their own columns. An event without a timestamp happened when it
  * was received (or `offset` before); one without a usable `uuid` gets a time-ordered (v7) one.
  */
-export function normalize(event: AcceptedEvent, receivedAt: Timestamp, clock: ClientClock = AS_SENT): CapturedEvent {
+export function normalize(event: AcceptedEvent, receivedAt: Timestamp, context: BatchContext = AS_SENT): CapturedEvent {
   const { properties } = event;
+  const linking = event.event === "$identify" || event.event === "$create_alias";
   return {
     uuid: event.uuid ?? Bun.randomUUIDv7(),
     event: event.event,
     distinctId: event.distinctId,
     properties,
-    timestamp: timestampOf(event, receivedAt, clock),
+    timestamp: timestampOf(event, receivedAt, context),
     sessionId: column(properties.$session_id, LIMITS.sessionId),
     windowId: column(properties.$window_id, LIMITS.windowId),
     currentUrl: column(properties.$current_url, LIMITS.currentUrl),
     host: column(properties.$host, LIMITS.host),
     receivedAt,
     topLevelSets: event.topLevelSets,
+    personless: context.personlessEvents && !linking && properties.$process_person_profile === false,
   };
 }
 
@@ -38,7 +42,7 @@ export function normalize(event: AcceptedEvent, receivedAt: Timestamp, clock: Cl
  * `sent_at` shows (PostHog's `arrival + (timestamp − sent_at)`); without one, `offset` milliseconds before arrival;
  * else its arrival. A correction that would land outside 1900–2299 is not made.
  */
-function timestampOf(event: AcceptedEvent, receivedAt: Timestamp, clock: ClientClock): Timestamp {
+function timestampOf(event: AcceptedEvent, receivedAt: Timestamp, clock: BatchContext): Timestamp {
   if (event.timestamp !== undefined) {
     const sentAt = event.sentAt ?? clock.sentAt;
     if (!clock.correctClockSkew || sentAt === undefined) return event.timestamp;

@@ -184,6 +184,14 @@ export const SETTINGS = {
     help: "`1`: move each `timestamp` by the client clock's error that `sent_at` shows, as PostHog does. `0`: store timestamps as sent.",
     backend: "any",
   }),
+  personlessEvents: setting({
+    env: "PERSONLESS_EVENTS",
+    parse: type("'0' | '1'").pipe((value) => value === "1"),
+    default: true,
+    shownDefault: "`1`",
+    help: "`1`: an event with `$process_person_profile: false` makes and changes no person, as PostHog does (it keeps its ID's person, or the one a first profile would make). `0`: every event is a profile event.",
+    backend: "any",
+  }),
   repairIntervalS: setting({
     env: "REPAIR_INTERVAL_S",
     parse: type("string.integer.parse").to("0 <= number.integer <= 3600"),

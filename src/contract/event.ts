@@ -36,6 +36,12 @@ export interface CapturedEvent {
    * ingestion does) and are not stored with the event.
    */
   readonly topLevelSets: TopLevelSets;
+  /**
+   * Sent with `$process_person_profile: false` (posthog-js's anonymous events under `person_profiles:
+   * 'identified_only'`), and not an `$identify` or `$create_alias`, which always link: the event takes its ID's
+   * person, or the one its first profile would make, and makes or changes no person.
+   */
+  readonly personless: boolean;
 }
 
 /** `$set` and `$set_once` as sent at an event's top level, beside `properties`. */

@@ -1,5 +1,5 @@
 import type { Timestamp } from "../contract";
-import { personIdFor } from "./person";
+import { isPersonless, type Link, personIdFor } from "./person";
 import type { PersonIntent } from "./person-rules";
 
 /**
@@ -133,26 +133,37 @@ export function onceFact(distinctId: string, key: string, at: When, value: strin
 }
 
 /**
- * The facts of a flush's events, in order. `personOf` tells the person of each ID that had a link before the
- * flush (an ID an earlier event of the flush linked counts as linked from then on); `arrival` stamps each event.
+ * The facts of a flush's events, in order. `linkOf` tells the link of each ID that had one before the flush (an
+ * ID an earlier event of the flush linked counts as linked from then on); `arrival` stamps each event.
  *
  * An event whose distinct ID has no link creates its person (`born`), unless it joins the ID to one that has:
  * `$identify(user ← anon)` with neither known creates the user's person and joins anon to it; with one known,
  * joins the other to it. Two IDs already on one person need no `joined`: facts that join them exist already.
+ * A personless event writes no fact; an ID on a personless link (`PERSONLESS`) is born to it by its first event
+ * that is not, so that events stored with that person find the one it becomes part of.
  */
 export function factsOf(
   intents: readonly PersonIntent[],
-  personOf: (distinctId: string) => string | undefined,
+  linkOf: (distinctId: string) => Link | undefined,
   arrival: () => number,
 ): FactRow[] {
   const facts: FactRow[] = [];
   const linkedHere = new Set<string>();
+  const personOf = (id: string) => {
+    const link = linkOf(id);
+    return link === undefined || isPersonless(link) ? undefined : link.personId;
+  };
   const linked = (id: string) => linkedHere.has(id) || personOf(id) !== undefined;
-  for (const { event, linkedId, updates, identifies } of intents) {
+  const personless = (id: string) => !linkedHere.has(id) && linkOf(id) !== undefined && personOf(id) === undefined;
+  for (const { event, linkedId, updates, identifies, personless: noProfile } of intents) {
+    if (noProfile) continue;
     const { distinctId } = event;
     const at: When = [event.timestamp, arrival()];
-    if (!linked(distinctId) && (linkedId === undefined || !linked(linkedId))) {
-      facts.push(identityFact("born", distinctId, personIdFor(distinctId), at));
+    if ((!linked(distinctId) && (linkedId === undefined || !linked(linkedId))) || personless(distinctId)) {
+      facts.push(identityFact("born", distinctId, linkOf(distinctId)?.personId ?? personIdFor(distinctId), at));
+    }
+    if (linkedId !== undefined && personless(linkedId)) {
+      facts.push(identityFact("born", linkedId, linkOf(linkedId)!.personId, at));
     }
     linkedHere.add(distinctId);
     if (linkedId !== undefined) {

@@ -1,7 +1,7 @@
 import type { ClickHouse } from "../storage";
 import type { Component } from "./component";
 import { EPOCH, type FactRow, identityFact, propertyFact, type When } from "./facts";
-import type { Link } from "./person";
+import { isPersonless, type Link } from "./person";
 import { loadPersons } from "./person-store";
 
 /**
@@ -21,8 +21,9 @@ export async function legacyFacts(
   const orphans = new Map<string, string[]>();
   for (const component of read) {
     for (const id of component.members) {
-      const personId = current.get(id)?.personId;
-      if (personId === undefined || component.births.has(personId)) continue;
+      const link = current.get(id);
+      if (link === undefined || isPersonless(link) || component.births.has(link.personId)) continue;
+      const { personId } = link;
       orphans.set(personId, [...(orphans.get(personId) ?? []), id]);
     }
   }

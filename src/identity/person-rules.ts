@@ -51,14 +51,18 @@ export interface PersonIntent {
   readonly linkedId: string | undefined;
   readonly updates: PersonUpdates | undefined;
   readonly identifies: boolean;
+  /** The event's `personless`: no person is made or changed by it. */
+  readonly personless: boolean;
 }
 
 export function personIntentOf(event: CapturedEvent): PersonIntent {
+  const personless = event.personless === true;
   return {
     event,
     linkedId: linkedIdOf(event),
-    updates: personUpdatesOf(event.properties, event.topLevelSets),
+    updates: personless ? undefined : personUpdatesOf(event.properties, event.topLevelSets),
     identifies: event.event === "$identify",
+    personless,
   };
 }
 

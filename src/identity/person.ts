@@ -29,3 +29,15 @@ export interface Link {
   readonly personId: string;
   readonly version: number;
 }
+
+/**
+ * The version of a personless link: written for an ID whose only events said `$process_person_profile: false`,
+ * to the person its first profile would make (`personIdFor`), with no facts behind it. Below every derived link,
+ * so the first derivation that includes the ID replaces it.
+ */
+export const PERSONLESS = 0;
+
+/** Whether a link was written by personless events alone (no person row exists for it yet). */
+export function isPersonless(link: Link): boolean {
+  return link.version === PERSONLESS;
+}

@@ -8,7 +8,7 @@ import { componentRows } from "./derive";
 import { type FactRow, factsOf, stamped } from "./facts";
 import { fillOnceGaps, gatherFacts } from "./gather";
 import { legacyFacts } from "./legacy";
-import type { Link } from "./person";
+import { isPersonless, type Link, PERSONLESS, personIdFor } from "./person";
 import { type PersonIntent, personIntentOf } from "./person-rules";
 import {
   allLinks,
@@ -19,7 +19,7 @@ import {
   personVersions,
   writtenAfter,
 } from "./person-store";
-import type { DistinctIdRow, OverrideRow, PersonRow } from "./rows";
+import { type DistinctIdRow, linkRow, type OverrideRow, type PersonRow } from "./rows";
 
 export interface IdentityOptions {
   /**
@@ -163,7 +163,7 @@ export class IdentityResolver {
     this.observeCache("links", wanted.size - unread.length, unread.length);
     const facts = factsOf(
       intents,
-      (id) => known.get(id)?.personId,
+      (id) => known.get(id),
       () => this.#arrivals.next(),
     );
     return { facts, intents, known };
@@ -223,6 +223,15 @@ export class IdentityResolver {
         links.set(id, rows.link);
       }
     }
+    for (const { event, personless } of intents) {
+      const id = event.distinctId;
+      if (!personless || personOf.has(id) || current.has(id)) continue;
+      // a new ID whose events are all personless: linked to the person its first profile will make, which none has
+      const link: Link = { personId: personIdFor(id), version: PERSONLESS };
+      current.set(id, link);
+      links.set(id, link);
+      distinctIds.push(linkRow(id, link));
+    }
     const personIds = intents.map(
       ({ event }) => personOf.get(event.distinctId) ?? current.get(event.distinctId)!.personId,
     );
@@ -241,7 +250,7 @@ export class IdentityResolver {
       const group: CachedGroup = { parts: [part], cached: new Set(), complete: true };
       groups.add(group);
       for (const id of part.members) {
-        if (this.#isCertainlyNew(id, known)) continue;
+        if (this.#isCertainlyNew(id, known) || this.#hasNoFacts(known.get(id))) continue;
         const person = this.#persons?.get(id);
         if (person === undefined) {
           group.complete = false;
@@ -336,6 +345,11 @@ export class IdentityResolver {
       if (this.#complete) this.#unsure.add(id);
     }
     if (this.#unsure.size > MAX_UNSURE) this.#incomplete();
+  }
+
+  /** Sole writer: an ID on a personless link has no facts, as surely as a new one (what it caches is stored). */
+  #hasNoFacts(link: Link | undefined): boolean {
+    return this.options.soleWriter && link !== undefined && isPersonless(link);
   }
 
   #isCertainlyNew(id: string, known: ReadonlyMap<string, Link>): boolean {

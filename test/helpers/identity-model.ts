@@ -1,5 +1,5 @@
 import { expect } from "bun:test";
-import { personIdFor } from "../../src/identity";
+import { PERSONLESS, personIdFor } from "../../src/identity/person";
 import type { ClickHouse } from "../../src/storage/clickhouse";
 import { events, links, persons } from "./rows";
 
@@ -64,11 +64,16 @@ export class IdentityModel {
   readonly #births: Birth[] = [];
   readonly #identified: { distinctId: string; at: string }[] = [];
   readonly #updates = new Map<string, Update[]>();
+  /** IDs whose events were all personless: linked to the person their first profile makes, which none has. */
+  readonly #personless = new Set<string>();
+  /** Those of them when the flush being applied began: what the service's flush knows of them. */
+  #personlessBefore = new Set<string>();
   /** uuid → the person the event belongs to, as of the end of the batch it came in. */
   readonly eventPersons = new Map<string, string>();
 
   /** Applies a batch the service wrote in one flush, in order, then settles its events' persons. */
   applyBatch(batch: readonly ModelEvent[]): void {
+    this.#personlessBefore = new Set([...this.#personless].filter((id) => !this.#seen.has(id)));
     for (const event of batch) this.apply(event);
     for (const event of batch) this.eventPersons.set(event.uuid, this.personOf(event.distinct_id));
   }
@@ -77,8 +82,18 @@ export class IdentityModel {
     const user = event.distinct_id;
     const other = linkedIdOf(event);
     const at = new Date(event.timestamp).toISOString();
-    if (!this.#seen.has(user) && (other === undefined || !this.#seen.has(other))) {
+    const links = event.event === "$identify" || event.event === "$create_alias";
+    if (!links && event.properties.$process_person_profile === false) {
+      if (!this.#seen.has(user)) this.#personless.add(user);
+      return;
+    }
+    // an ID on a personless link (as the flush began) is born to it by its first profile
+    const personless = (id: string) => this.#personlessBefore.has(id) && !this.#seen.has(id);
+    if ((!this.#seen.has(user) && (other === undefined || !this.#seen.has(other))) || personless(user)) {
       this.#births.push({ distinctId: user, personId: personIdFor(user), at });
+    }
+    if (other !== undefined && personless(other)) {
+      this.#births.push({ distinctId: other, personId: personIdFor(other), at });
     }
     this.#seen.add(user);
     this.#neighbours(user);
@@ -106,8 +121,9 @@ export class IdentityModel {
     return found;
   }
 
-  /** The person an ID is on: the one the earliest birth among its component's IDs created. */
+  /** The person an ID is on: the one the earliest birth among its component's IDs created (personless: its own). */
   personOf(distinctId: string): string {
+    if (!this.#seen.has(distinctId)) return personIdFor(distinctId);
     return this.#survivor(this.component(distinctId)).personId;
   }
 
@@ -119,7 +135,7 @@ export class IdentityModel {
 
   /** Every ID's person. */
   links(): Map<string, string> {
-    return new Map([...this.#seen].map((id) => [id, this.personOf(id)]));
+    return new Map([...this.#seen, ...this.#personless].map((id) => [id, this.personOf(id)]));
   }
 
   /** Every person ever born, the survivors live and the rest deleted. */
@@ -239,6 +255,7 @@ function clickhouseTime(iso: string): string {
 export async function expectNoSplitPersons(db: ClickHouse): Promise<void> {
   const [storedLinks, storedPersons] = await Promise.all([links(db), persons(db)]);
   for (const [distinctId, link] of storedLinks) {
+    if (link.version === PERSONLESS) continue; // no person until the ID's first profile
     expect({ distinctId, person: storedPersons.get(link.person_id)?.is_deleted }).toEqual({ distinctId, person: 0 });
   }
   for (const person of storedPersons.values()) {
@@ -281,11 +298,15 @@ export function timestamps(rng: ReturnType<typeof random>, spread = 1) {
   };
 }
 
-/** Random events over one group's distinct IDs: identify, alias, set, set_once and unset interleaved. */
+/**
+ * Random events over one group's distinct IDs: identify, alias, set, set_once and unset interleaved; with
+ * `personless`, that share of the others say `$process_person_profile: false`.
+ */
 export function randomEvent(
   rng: ReturnType<typeof random>,
   ids: readonly string[],
   timestamp: () => string,
+  { personless = 0 } = {},
 ): ModelEvent {
   const properties: Record<string, unknown> = {};
   const roll = rng.next();
@@ -303,6 +324,8 @@ export function randomEvent(
   } else if (roll < 0.35) {
     event = "$create_alias";
     properties.alias = rng.next() < 0.1 ? rng.pick(PLACEHOLDER_IDS) : rng.pick(ids);
+  } else if (personless > 0 && rng.next() < personless) {
+    properties.$process_person_profile = false;
   }
   return { event, distinct_id: rng.pick(ids), uuid: Bun.randomUUIDv7(), timestamp: timestamp(), properties };
 }

@@ -18,7 +18,7 @@ const ROUNDS = 40;
 
 // Both ways a process can resolve: as its database's only writer (embedded), and beside other writers (a server).
 test.each([true, false])(
-  `identity matches the reference model: concurrent batches and a restart midway (seed ${SEED}, sole writer: %p)`,
+  `identity matches the reference model: concurrent batches, personless events and a restart midway (seed ${SEED}, sole writer: %p)`,
   async (soleWriter) => {
     const options = { identity: { soleWriter, personCacheBytes: Number(process.env.PCB ?? 64e6) } };
     const rng = random(SEED);
@@ -41,7 +41,7 @@ test.each([true, false])(
           service = await startService({ PUBLIC_API_KEYS: KEY, CLICKHOUSE_DATABASE: database }, options);
         }
         const batches: ModelEvent[][] = groups.map((ids) =>
-          Array.from({ length: 1 + rng.int(30) }, () => randomEvent(rng, ids, timestamp)),
+          Array.from({ length: 1 + rng.int(30) }, () => randomEvent(rng, ids, timestamp, { personless: 0.2 })),
         );
         const answers = await Promise.all(batches.map((batch) => send(service, { api_key: KEY, batch })));
         for (const [i, answer] of answers.entries())

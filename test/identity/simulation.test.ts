@@ -104,7 +104,7 @@ async function simulate(seed: number, catchUp: boolean): Promise<Run> {
     }
     const facts = factsOf(
       intents,
-      (id) => known.get(id)?.personId,
+      (id) => known.get(id),
       () => ++arrival,
     );
     const step = (outcome: InsertOutcome): boolean => {
@@ -226,6 +226,7 @@ function capturedOf(event: ModelEvent): CapturedEvent {
     host: "",
     receivedAt: timestamp as Timestamp,
     topLevelSets: {},
+    personless: false,
   };
 }
 

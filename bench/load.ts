@@ -5,7 +5,8 @@
  *
  *   http     distinct IDs from 10,000 people, 2% $identify with $anon_distinct_id, $set and $set_once
  *   mix      identity-heavy: 20% $identify / $create_alias / $set events
- *   new      every event from a distinct ID never seen before (a busy public site)
+ *   new      every event from a distinct ID never seen before (a busy public site), with a person each and personless
+ *            (posthog-js's default), against known visitors in the same run
  *   persons  the http load over 10,000 and over 1,000,000 known persons (seeded through the service first),
  *            each measured cold (just restarted) and warm (right after)
  *   query    the http load with and without a client looping a heavy scan on the query port
@@ -19,7 +20,7 @@
  * engine's own threads.
  * wrk comes from Debian (`apt-get install wrk`); this script installs it when it can (as root), else says so.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -50,7 +51,8 @@ import { EVENTS_PER_BATCH, PEOPLE, type Population, writeBodies } from "./worklo
 const MODE = (process.argv[2] ?? "http") as "http" | "mix" | "new" | "persons" | "query" | "instances" | "import";
 
 /** http, mix, new: one load on a fresh service, against the engine at 10,000 rows an insert and at the flush size. */
-async function runLoad(work: string, population: Population): Promise<void> {
+async function runLoad(work: string, population: Population, label: string = MODE): Promise<number> {
+  mkdirSync(work, { recursive: true });
   const bodiesFile = join(work, "bodies.jsonl");
   const bodyCount =
     population.shape === "new" ? Math.min(6000, Math.ceil((30_000 * SECONDS) / EVENTS_PER_BATCH)) : 1000;
@@ -73,7 +75,7 @@ async function runLoad(work: string, population: Population): Promise<void> {
   );
 
   console.log(
-    `bench ${MODE}: ${CONNECTIONS} connections, ${SECONDS} s, batches of ${EVENTS_PER_BATCH} events (~${Math.round(bytesPerEvent)} bytes each)`,
+    `bench ${label}: ${CONNECTIONS} connections, ${SECONDS} s, batches of ${EVENTS_PER_BATCH} events (~${Math.round(bytesPerEvent)} bytes each)`,
   );
   printLoad("service", result);
   printEngine("engine before", before, BASELINE_ROWS_PER_INSERT);
@@ -88,6 +90,29 @@ async function runLoad(work: string, population: Population): Promise<void> {
   console.log(`  ratio service/engine: ${(result.rate / engineRate).toFixed(2)}`);
   console.log(`  ratio service/engine at the service's flush size: ${(result.rate / atFlushSize.rate).toFixed(2)}`);
   printBounds(result, engineRate, atFlushSize);
+  return result.rate;
+}
+
+/**
+ * new: new visitors against known ones, in one run: each a fresh service, known visitors (the `http` load) first
+ * and last, new visitors with a person each, and new visitors as posthog-js sends them by default
+ * (`$process_person_profile: false`), printed as ratios to the known visitors' mean rate.
+ */
+async function runNewVisitors(work: string): Promise<void> {
+  const known = { shape: "known", people: PEOPLE } as const;
+  const first = await runLoad(join(work, "known-1"), known, "http (known visitors)");
+  const profiles = await runLoad(join(work, "new"), { shape: "new", people: PEOPLE }, "new (a person each)");
+  const personless = await runLoad(
+    join(work, "personless"),
+    { shape: "new", people: PEOPLE, personless: true },
+    "new (personless)",
+  );
+  const last = await runLoad(join(work, "known-2"), known, "http (known visitors)");
+  const baseline = (first + last) / 2;
+  console.log(
+    `new visitors against known ones (${fmt(baseline)} events/s): a person each ${(profiles / baseline).toFixed(2)}, ` +
+      `personless ${(personless / baseline).toFixed(2)}`,
+  );
 }
 
 /**
@@ -118,6 +143,7 @@ try {
   else if (MODE === "query") await runQuery(work);
   else if (MODE === "instances") await runInstances(work);
   else if (MODE === "import") await runImportBench(work);
+  else if (MODE === "new") await runNewVisitors(work);
   else await runLoad(work, { shape: MODE === "http" ? "known" : MODE, people: PEOPLE });
 } finally {
   for (const service of running) await stop(service);

@@ -17,6 +17,8 @@ export interface Population {
   readonly people: number;
   /** The known people's distinct IDs, when they were seeded; else `user-0` … */
   readonly ids?: readonly string[];
+  /** Events marked `$process_person_profile: false`, as posthog-js sends an anonymous visitor's by default. */
+  readonly personless?: boolean;
 }
 
 /** A new visitor's distinct ID as posthog-js makes it: a UUIDv7, so new IDs sort after the ones already stored. */
@@ -26,7 +28,7 @@ export const visitorId = (): string => Bun.randomUUIDv7();
 export function event(
   rng: ReturnType<typeof random>,
   at: number,
-  { shape, people, ids }: Population,
+  { shape, people, ids, personless = false }: Population,
 ): Record<string, unknown> {
   const person = rng.int(people);
   const distinctId = shape === "new" ? visitorId() : (ids?.[person] ?? `user-${person}`);
@@ -40,6 +42,7 @@ export function event(
     plan: ["free", "pro", "enterprise"][person % 3],
     seats: person % 40,
     experiment: rng.next() < 0.5 ? "control" : "test",
+    ...(personless && { $process_person_profile: false }),
   };
   let name = rng.next() < 0.6 ? "$pageview" : "clicked";
   const identityShare = shape === "mix" ? 0.2 : 0.02;

@@ -2,6 +2,7 @@ import type { Config } from "../config";
 import type { CaptureResult, EventSink, Timestamp } from "../contract";
 import { checkApiKey, checkOrigin } from "./auth";
 import { type ContentEncoding, checkHeaders, parseBody } from "./decode";
+import { clientIp } from "./ip";
 import { type BatchContext, normalize } from "./normalize";
 import { timestampFromDate } from "./timestamp";
 import { type AcceptedEvent, acceptEvents, parsePayload, sentAtOf } from "./validate";
@@ -13,18 +14,23 @@ export interface BatchHead {
   readonly origin: string | null;
   /** When the request arrived: the time of events sent without one. */
   readonly receivedAt: Timestamp;
+  /** The client's address (`clientIp`), unless `CAPTURE_IP=0`. */
+  readonly ip: string | undefined;
 }
 
 /**
  * The checks of `POST /batch/` that need only the URL and headers, cheapest first: the compression parameter,
  * content type, content encoding, origin. A request that fails one is refused before its body is read.
  */
-export function checkHead(request: Request, url: URL, config: Config): BatchHead {
+export function checkHead(request: Request, url: URL, config: Config, peer?: string): BatchHead {
   const receivedAt = timestampFromDate(new Date());
   const encoding = checkHeaders(request, url);
   const origin = request.headers.get("origin");
   checkOrigin(origin, config.allowedOrigins);
-  return { encoding, origin, receivedAt };
+  const ip = config.captureIp
+    ? clientIp(peer, request.headers.get("x-forwarded-for"), config.trustedProxies)
+    : undefined;
+  return { encoding, origin, receivedAt, ip };
 }
 
 /**
@@ -46,6 +52,8 @@ export async function captureBatch(
     correctClockSkew: config.correctClockSkew,
     sentAt: sentAtOf(payload.sent_at),
     personlessEvents: config.personlessEvents,
+    captureIp: config.captureIp,
+    ip: head.ip,
   };
   await ingestAccepted(events, sink, head.receivedAt, context);
   return { ingested: events.length, dropped };

@@ -10,9 +10,19 @@ export interface BatchContext {
   readonly sentAt: Timestamp | undefined;
   /** `PERSONLESS_EVENTS`: whether `$process_person_profile: false` keeps an event from making or changing a person. */
   readonly personlessEvents: boolean;
+  /** `CAPTURE_IP`: whether events keep a client address at all. */
+  readonly captureIp: boolean;
+  /** The client's address, for events without their own `$ip` (none for an import). */
+  readonly ip: string | undefined;
 }
 
-const AS_SENT: BatchContext = { correctClockSkew: false, sentAt: undefined, personlessEvents: true };
+const AS_SENT: BatchContext = {
+  correctClockSkew: false,
+  sentAt: undefined,
+  personlessEvents: true,
+  captureIp: true,
+  ip: undefined,
+};
 
 /**
  * The well-known properties get their own columns. An event without a timestamp happened when it
@@ -31,6 +41,7 @@ export function normalize(event: AcceptedEvent, receivedAt: Timestamp, context: 
     windowId: column(properties.$window_id, LIMITS.windowId),
     currentUrl: column(properties.$current_url, LIMITS.currentUrl),
     host: column(properties.$host, LIMITS.host),
+    ip: context.captureIp ? column(properties.$ip, LIMITS.ip) || (context.ip ?? "") : "",
     receivedAt,
     topLevelSets: event.topLevelSets,
     personless: context.personlessEvents && !linking && properties.$process_person_profile === false,

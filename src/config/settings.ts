@@ -1,6 +1,7 @@
 import { availableParallelism, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { type } from "arktype";
+import proxyaddr from "proxy-addr";
 
 /**
  * Every setting the service reads, declared once: its environment variable, how its text is parsed and checked,
@@ -62,6 +63,21 @@ const set =
     return values instanceof type.errors ? values : new Set(values);
   };
 const path = type("string").pipe((value) => resolve(value));
+/** Addresses and CIDR ranges, or proxy-addr's names for ranges (`loopback`, `linklocal`, `uniquelocal`). */
+const proxies = list.to(
+  type("string[]").narrow((values, ctx) => {
+    const bad = values.find((value) => !isProxyRange(value));
+    return bad === undefined || ctx.reject({ expected: "addresses or CIDR ranges like 10.0.0.0/8", actual: bad });
+  }),
+);
+const isProxyRange = (value: string): boolean => {
+  try {
+    proxyaddr.compile(value);
+    return true;
+  } catch {
+    return false;
+  }
+};
 
 /** Larger bodies than this could not be held as one string by the JSON parser anyway. */
 const MAX_BATCH_BYTES_CEILING = 2 ** 30;
@@ -190,6 +206,22 @@ export const SETTINGS = {
     default: true,
     shownDefault: "`1`",
     help: "`1`: an event with `$process_person_profile: false` makes and changes no person, as PostHog does (it keeps its ID's person, or the one a first profile would make). `0`: every event is a profile event.",
+    backend: "any",
+  }),
+  captureIp: setting({
+    env: "CAPTURE_IP",
+    parse: type("'0' | '1'").pipe((value) => value === "1"),
+    default: true,
+    shownDefault: "`1`",
+    help: "`1`: store each event's client address in `events.ip` (the event's own `$ip`, else the connection's). `0`: store none.",
+    backend: "any",
+  }),
+  trustedProxies: setting<readonly string[]>({
+    env: "TRUSTED_PROXIES",
+    parse: proxies,
+    default: [],
+    shownDefault: "none",
+    help: "Comma-separated addresses or CIDR ranges of your load balancers: from these, the client is the nearest untrusted address in `X-Forwarded-For`.",
     backend: "any",
   }),
   repairIntervalS: setting({

@@ -28,6 +28,8 @@ export interface CapturedEvent {
   readonly windowId: string;
   readonly currentUrl: string;
   readonly host: string;
+  /** The client's address: the event's own `$ip`, else the request's (`CAPTURE_IP`, `TRUSTED_PROXIES`); or empty. */
+  readonly ip: string;
   /** When this service received the request. */
   readonly receivedAt: Timestamp;
   /**
@@ -72,6 +74,7 @@ export const LIMITS = {
   windowId: 200,
   host: 255,
   currentUrl: 8192,
+  ip: 64,
   /** Objects and arrays within an event's `properties` (itself one level). Deeper fails the request with 400. */
   propertiesDepth: 64,
 } as const;

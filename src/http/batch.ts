@@ -12,9 +12,10 @@ export async function batch(
   request: Request,
   url: URL,
   app: { readonly config: Config; readonly sink: EventSink; readonly pending: PendingBytes },
+  peer?: string,
 ): Promise<CaptureResult> {
   const { config } = app;
-  const head = checkHead(request, url, config);
+  const head = checkHead(request, url, config, peer);
   const claim = app.pending.claim();
   try {
     const body = await readBody(request, {

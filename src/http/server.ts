@@ -29,18 +29,21 @@ export function serve(app: App): Server<undefined> {
     port: app.config.port,
     development: false,
     maxRequestBodySize: Number.MAX_SAFE_INTEGER,
-    fetch: (request) => handle(request, app),
+    fetch: (request, server) => handle(request, app, server.requestIP(request)?.address),
     error: (error) => errorResponse(fail.internal(error)),
   });
 }
 
 const pathOf = (url: URL | null): string => url?.pathname ?? "";
 
-/** Routes by hand, and is the one place a failure becomes a response; responses to an allowed origin are shared. */
-export async function handle(request: Request, app: App): Promise<Response> {
+/**
+ * Routes by hand, and is the one place a failure becomes a response; responses to an allowed origin are shared.
+ * `peer` is the connection's address.
+ */
+export async function handle(request: Request, app: App, peer?: string): Promise<Response> {
   const url = requestUrl(request);
   const path = pathOf(url);
-  const { response: routed, ...handled } = await route(request, url, path, app);
+  const { response: routed, ...handled } = await route(request, url, path, app, peer);
   const origin = allowedOrigin(request, app.config);
   const response = origin === undefined ? routed : shareWith(routed, origin);
   const declared = request.headers.get("content-length");
@@ -61,6 +64,7 @@ async function route(
   url: URL | null,
   path: string,
   app: App,
+  peer: string | undefined,
 ): Promise<Handled & { readonly response: Response }> {
   const routeName: Route = path === "/batch" || path === "/batch/" ? "batch" : path === "/health" ? "health" : "other";
   try {
@@ -69,7 +73,7 @@ async function route(
       case "batch": {
         if (request.method === "OPTIONS") return { route: routeName, response: preflight(request, app.config) };
         if (request.method !== "POST") throw fail.methodNotAllowed(ALLOWED_METHODS);
-        const result = await batch(request, url, app);
+        const result = await batch(request, url, app, peer);
         return { route: routeName, result, response: Response.json({ status: "ok", ...result }) };
       }
       case "health":

@@ -14,6 +14,7 @@ export interface EventRow {
   window_id: string;
   current_url: string;
   host: string;
+  ip: string;
   created_at: Timestamp;
 }
 
@@ -29,6 +30,7 @@ export function eventRow(event: CapturedEvent, personId: string): EventRow {
     window_id: event.windowId,
     current_url: event.currentUrl,
     host: event.host,
+    ip: event.ip,
     created_at: event.receivedAt,
   };
 }

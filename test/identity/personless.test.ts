@@ -114,8 +114,13 @@ test("only a boolean false is the flag: other values, and $identify or $create_a
     }) as unknown as AcceptedEvent;
   const received = "2026-01-01 00:00:00.000000" as Timestamp;
   const personless = (event: string, flag: unknown, personlessEvents = true) =>
-    normalize(accepted(event, flag), received, { correctClockSkew: false, sentAt: undefined, personlessEvents })
-      .personless;
+    normalize(accepted(event, flag), received, {
+      correctClockSkew: false,
+      sentAt: undefined,
+      personlessEvents,
+      captureIp: false,
+      ip: undefined,
+    }).personless;
   expect(personless("$pageview", false)).toBe(true);
   expect(personless("$pageview", false, false)).toBe(false);
   for (const flag of ["false", 0, null, undefined, true]) expect(personless("$pageview", flag)).toBe(false);

@@ -224,6 +224,7 @@ function capturedOf(event: ModelEvent): CapturedEvent {
     windowId: "",
     currentUrl: "",
     host: "",
+    ip: "",
     receivedAt: timestamp as Timestamp,
     topLevelSets: {},
     personless: false,

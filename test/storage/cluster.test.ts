@@ -125,7 +125,7 @@ describe("what an instance sends a cluster's node", () => {
       "CREATE DATABASE IF",
       ...Array.from({ length: 8 }, () => "CREATE TABLE IF"),
       "CREATE MATERIALIZED VIEW",
-      "CREATE VIEW IF",
+      "CREATE OR REPLACE",
     ]);
     for (const { statement } of ddl) expect(statement).toContain(`ON CLUSTER \`${CLUSTER}\``);
 

@@ -186,6 +186,30 @@ describe("an existing database that drifted from the schema", () => {
     }
   });
 
+  test("a view made before a column existed is made again with it, after the column is added", async () => {
+    const { config, db } = await freshDatabase();
+    const warned = spyOn(console, "warn").mockImplementation(() => {});
+    try {
+      await db.command(`DROP VIEW ${db.table("events_resolved")}`);
+      await db.command(`ALTER TABLE ${db.table("events")} DROP COLUMN ip`);
+      await db.command(`CREATE VIEW ${db.table("events_resolved")} AS SELECT uuid, event FROM ${db.table("events")}`);
+      const storage = await Storage.open(storageOptions(config));
+      await storage.ingest(
+        (await captured([{ event: "e", distinct_id: "u", properties: { $ip: "192.0.2.1" } }])).events,
+      );
+      await storage.close();
+      expect(await db.rows(`SELECT ip, distinct_id FROM ${db.table("events_resolved")}`)).toEqual([
+        { ip: "192.0.2.1", distinct_id: "u" },
+      ]);
+      const said = warned.mock.calls.map((call) => String(call[0]));
+      expect(said.some((line) => line.includes("events_resolved`.distinct_id is missing"))).toBe(true);
+    } finally {
+      warned.mockRestore();
+      await db.command(`DROP DATABASE \`${config.clickhouse.database}\``);
+      await db.close();
+    }
+  });
+
   test("an enum from before a kind of fact existed is widened at startup, and its rows read as they were", async () => {
     const { config, db } = await freshDatabase();
     const warned = spyOn(console, "warn").mockImplementation(() => {});

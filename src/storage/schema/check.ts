@@ -49,7 +49,7 @@ export const warnRepair: RepairObserver = (table, column, type) =>
 
 /**
  * Checks the columns of the schema's tables: a missing column is added (safe: it only gets its default in old
- * rows), an enum that lacks values added since is widened (a change of metadata only: stored values keep their
+ * rows), a view that lacks one is made again (after the tables' columns: it reads them), an enum that lacks values added since is widened (a change of metadata only: stored values keep their
  * numbers); a column of another type is a `SchemaError` naming the table, because writing on would silently lose
  * or mangle data. Extra columns are left alone.
  */
@@ -64,6 +64,12 @@ export async function checkColumns(
   );
   for (const object of objects) {
     const existing = new Map(rows.filter((row) => row.table === object.name).map((row) => [row.name, row.type]));
+    if (object.replace) {
+      const missing = Object.keys(object.columns ?? {}).filter((name) => !existing.has(name));
+      for (const name of missing) onRepair(db.table(object.name), name, object.columns![name]!);
+      if (missing.length > 0) await db.command(object.create);
+      continue;
+    }
     for (const [name, type] of Object.entries(object.columns ?? {})) {
       const found = existing.get(name);
       if (found === undefined) {

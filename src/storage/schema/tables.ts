@@ -64,6 +64,7 @@ export const TABLES: readonly TableSpec[] = [
       window_id: "String",
       current_url: "String",
       host: "String",
+      ip: "String",
       created_at: UTC_MICROS,
     },
     engine: "ReplacingMergeTree",
@@ -173,7 +174,7 @@ const eventsResolvedView = (events: string, overrides: string): string => `SELEC
       e.distinct_id AS distinct_id,
       if(o.old_person_id = e.person_id, o.override_person_id, e.person_id) AS person_id,
       e.session_id AS session_id, e.window_id AS window_id, e.current_url AS current_url, e.host AS host,
-      e.created_at AS created_at
+      e.ip AS ip, e.created_at AS created_at
     FROM ${events} AS e FINAL
     LEFT JOIN (
       SELECT old_person_id, argMax(override_person_id, version) AS override_person_id
@@ -186,9 +187,11 @@ export interface SchemaObject {
   readonly name: string;
   /** As `system.tables.engine` reports it. */
   readonly engine: string;
-  /** A table's columns; none for the view. */
+  /** A table's columns; for the view, the columns it should have (their names are what is checked). */
   readonly columns: Readonly<Record<string, string>> | undefined;
   readonly create: string;
+  /** A view: made again (`CREATE OR REPLACE`) when its columns differ from `columns`, rather than altered. */
+  readonly replace: boolean;
 }
 
 /**
@@ -202,7 +205,9 @@ export function schemaObjects(database: string, cluster?: string): SchemaObject[
       name,
       engine,
       columns,
-      create: `CREATE ${kind} IF NOT EXISTS ${tableName(database, name)}${onClusterClause(cluster)} ${rest}`,
+      // a view holds no data: made again when its columns are not the ones it should have (`checkColumns`)
+      create: `CREATE ${kind === "VIEW" ? "OR REPLACE VIEW" : `${kind} IF NOT EXISTS`} ${tableName(database, name)}${onClusterClause(cluster)} ${rest}`,
+      replace: kind === "VIEW",
     });
   for (const spec of TABLES) {
     const columns = Object.entries(spec.columns).map(([name, type]) => `${name} ${type}`);
@@ -230,7 +235,7 @@ export function schemaObjects(database: string, cluster?: string): SchemaObject[
   const view = `TO ${tableName(database, sessions)} AS\n    ${sessionsView(tableName(database, events))}`;
   add("MATERIALIZED VIEW", "sessions_mv", "MaterializedView", view);
   const resolved = eventsResolvedView(tableName(database, "events"), tableName(database, "person_overrides"));
-  add("VIEW", "events_resolved", "View", `AS ${resolved}`);
+  add("VIEW", "events_resolved", "View", `AS ${resolved}`, TABLES.find((spec) => spec.name === "events")!.columns);
   return objects;
 }
 

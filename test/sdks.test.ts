@@ -47,7 +47,13 @@ describe("posthog-node (the real package, 5.70.0)", () => {
       await client.shutdown();
 
       const person = await personOf(service.db, id);
-      expect(person?.properties).toEqual({ plan: "pro", first: "yes" });
+      // the anonymous visitor's first page made its person: PostHog's automatic properties came with it
+      expect(person?.properties).toEqual({
+        plan: "pro",
+        first: "yes",
+        $current_url: "https://a.example/",
+        $initial_current_url: "https://a.example/",
+      });
       expect((await links(service.db)).get(`${id}-anon`)?.person_id).toBe(person?.id);
       expect((await storedEvents(`${id}-anon`)).map((e) => [e.event, e.current_url])).toEqual([
         ["viewed", "https://a.example/"],

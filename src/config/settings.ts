@@ -208,6 +208,14 @@ export const SETTINGS = {
     help: "`1`: an event with `$process_person_profile: false` makes and changes no person, as PostHog does (it keeps its ID's person, or the one a first profile would make). `0`: every event is a profile event.",
     backend: "any",
   }),
+  personAutoProperties: setting({
+    env: "PERSON_AUTO_PROPERTIES",
+    parse: type("'0' | '1'").pipe((value) => value === "1"),
+    default: true,
+    shownDefault: "`1`",
+    help: "`1`: set `$browser`, `$os`, `$current_url`, `utm_*` and the like from events on their person, and `$initial_*` once, as PostHog does. `0`: only what SDKs `$set`.",
+    backend: "any",
+  }),
   captureIp: setting({
     env: "CAPTURE_IP",
     parse: type("'0' | '1'").pipe((value) => value === "1"),

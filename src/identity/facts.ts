@@ -1,6 +1,6 @@
 import type { Timestamp } from "../contract";
 import { isPersonless, type Link, personIdFor } from "./person";
-import type { PersonIntent } from "./person-rules";
+import { type PersonIntent, withAutomatic } from "./person-rules";
 
 /**
  * What events said about distinct IDs (docs/scale-out.md#facts), one row of `identity_facts` each. Facts are only
@@ -155,9 +155,10 @@ export function factsOf(
   };
   const linked = (id: string) => linkedHere.has(id) || personOf(id) !== undefined;
   const personless = (id: string) => !linkedHere.has(id) && linkOf(id) !== undefined && personOf(id) === undefined;
-  for (const { event, linkedId, updates, identifies, personless: noProfile } of intents) {
+  for (const { event, linkedId, updates: explicit, identifies, personless: noProfile, automatic } of intents) {
     if (noProfile) continue;
     const { distinctId } = event;
+    const before = facts.length;
     const at: When = [event.timestamp, arrival()];
     if ((!linked(distinctId) && (linkedId === undefined || !linked(linkedId))) || personless(distinctId)) {
       facts.push(identityFact("born", distinctId, linkOf(distinctId)?.personId ?? personIdFor(distinctId), at));
@@ -174,6 +175,9 @@ export function factsOf(
       linkedHere.add(linkedId);
     }
     if (identifies) facts.push(identityFact("identified", distinctId, "", at));
+    // automatic properties go in with an event that changes its person anyway, or that carries one that does
+    const changes = facts.length > before || explicit !== undefined || automatic?.changes === true;
+    const updates = automatic !== undefined && changes ? withAutomatic(explicit, automatic) : explicit;
     if (updates === undefined) continue;
     const writes = new Map<string, readonly [0 | 1, string]>();
     for (const [key, value] of Object.entries(updates.set ?? {}))

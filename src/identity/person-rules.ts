@@ -1,5 +1,6 @@
 import type { CapturedEvent, Properties, TopLevelSets } from "../contract";
 import { distinctIdFrom, isObject } from "../contract";
+import { type AutomaticUpdates, automaticUpdatesOf } from "./automatic";
 
 /**
  * Values SDKs send when they have no real ID. Linking on one would merge unrelated people, so an `$identify` or
@@ -53,9 +54,12 @@ export interface PersonIntent {
   readonly identifies: boolean;
   /** The event's `personless`: no person is made or changed by it. */
   readonly personless: boolean;
+  /** What its properties say of its person PostHog's way (`PERSON_AUTO_PROPERTIES`), applied as `factsOf` says. */
+  readonly automatic: AutomaticUpdates | undefined;
 }
 
-export function personIntentOf(event: CapturedEvent): PersonIntent {
+/** What an event asks of its person; with `automatic`, PostHog's automatic person properties too. */
+export function personIntentOf(event: CapturedEvent, automatic = false): PersonIntent {
   const personless = event.personless === true;
   return {
     event,
@@ -63,6 +67,7 @@ export function personIntentOf(event: CapturedEvent): PersonIntent {
     updates: personless ? undefined : personUpdatesOf(event.properties, event.topLevelSets),
     identifies: event.event === "$identify",
     personless,
+    automatic: automatic && !personless ? automaticUpdatesOf(event.properties) : undefined,
   };
 }
 
@@ -88,6 +93,15 @@ export function personUpdatesOf(properties: Properties, topLevelSets: TopLevelSe
         : undefined,
   };
   return (updates.set ?? updates.setOnce ?? updates.unset) ? updates : undefined;
+}
+
+/** `explicit` (what the event's `$set`, `$set_once` and `$unset` say) over `automatic`: the explicit wins a key. */
+export function withAutomatic(explicit: PersonUpdates | undefined, automatic: AutomaticUpdates): PersonUpdates {
+  return {
+    set: { ...automatic.set, ...explicit?.set },
+    setOnce: { ...automatic.setOnce, ...explicit?.setOnce },
+    unset: explicit?.unset,
+  };
 }
 
 /** The object inside `properties` with the event-level one over it (the event level wins a conflict). */

@@ -35,6 +35,8 @@ export interface IdentityOptions {
   readonly cacheCapacity: number;
   /** Sole writer only: about how much memory cached persons (their facts, folded) may take. */
   readonly personCacheBytes: number;
+  /** `PERSON_AUTO_PROPERTIES`: PostHog's automatic person properties (`automatic.ts`). */
+  readonly automaticProperties?: boolean;
 }
 
 /** Components of a flush's facts on the same cached persons, and whether those hold every other fact of theirs. */
@@ -140,7 +142,7 @@ export class IdentityResolver {
 
   /** The facts of a flush's events: needs the links of the IDs they name, from the cache or ClickHouse. */
   async prepare(events: readonly CapturedEvent[]): Promise<Prepared> {
-    const intents = events.map(personIntentOf);
+    const intents = events.map((event) => personIntentOf(event, this.options.automaticProperties));
     const wanted = new Set<string>();
     for (const { event, linkedId } of intents) {
       wanted.add(event.distinctId);

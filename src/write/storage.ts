@@ -39,6 +39,7 @@ export function storageOptions(config: Config): StorageOptions {
     identity: {
       soleWriter: config.clickhouse.kind === "embedded" && (config.queryPort === undefined || config.queryReadonly),
       cacheTtlMs: config.linkCacheTtlMs,
+      automaticProperties: config.personAutoProperties,
       cacheCapacity: config.linkCacheEntries,
       personCacheBytes: config.personCacheMiB * 2 ** 20,
     },

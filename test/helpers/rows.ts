@@ -1,3 +1,4 @@
+import { AUTOMATIC_KEYS } from "../../src/identity/automatic";
 import type { ClickHouse } from "../../src/storage/clickhouse";
 import { literal } from "../../src/storage/sql";
 import type { EventRow } from "../../src/write/rows";
@@ -82,4 +83,10 @@ export async function createTableQuery(db: ClickHouse, table: string): Promise<s
     `SELECT create_table_query AS query FROM system.tables WHERE database = ${literal(db.database)} AND name = ${literal(table)}`,
   );
   return row?.query ?? "";
+}
+
+/** A person's properties without PostHog's automatic ones (`$browser`, `utm_source`, their `$initial_*`). */
+export function withoutAutomatic(properties: Record<string, unknown>): Record<string, unknown> {
+  const automatic = new Set(AUTOMATIC_KEYS.flatMap((key) => [key, `$initial_${key.replace("$", "")}`]));
+  return Object.fromEntries(Object.entries(properties).filter(([key]) => !automatic.has(key)));
 }

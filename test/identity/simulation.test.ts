@@ -95,7 +95,7 @@ async function simulate(seed: number, catchUp: boolean): Promise<Run> {
   /** One flush of `batch` on the instance at `node`; an instance may die after any insert. */
   const flush = async (node: number, batch: readonly CapturedEvent[]): Promise<"acknowledged" | "failed"> => {
     flushes++;
-    const intents = batch.map(personIntentOf);
+    const intents = batch.map((event) => personIntentOf(event));
     const stored = store.links(node);
     const known = new Map<string, Link>();
     for (const { event, linkedId } of intents) {

@@ -5,7 +5,7 @@ import { loadConfig } from "../../src/config";
 import { directTarget, type FormatName, type Rejected, runImport } from "../../src/import";
 import { amplitude, detectFormat, ImportMemory, mixpanel, segment } from "../../src/import/formats";
 import type { ClickHouse } from "../../src/storage/clickhouse";
-import { count, events, links, type StoredEvent } from "../helpers/rows";
+import { count, events, links, type StoredEvent, withoutAutomatic } from "../helpers/rows";
 import { clickhouseEnv, openDb, uniqueDatabase } from "../helpers/service";
 
 // Each vendor's export, from sample files written after the vendor's documented format, imported in this process:
@@ -243,6 +243,12 @@ describe("Segment and RudderStack", () => {
     expect(await onePerson("seg-a1", "seg-u1", "seg-a2", "seg-old1")).toBe(true);
     expect(await onePerson("seg-a9", "seg-u9")).toBe(true);
     expect(await personProperties("seg-u1")).toEqual({ email: "u1@example.com", plan: "pro" });
+    // the page's campaign parameters reach the person as PostHog's automatic properties, first touch kept
+    const link = (await links(db)).get("seg-u1");
+    const [row] = await db.rows<{ properties: string }>(
+      `SELECT properties FROM ${db.table("persons")} FINAL WHERE id = '${link!.person_id}'`,
+    );
+    expect(JSON.parse(row!.properties)).toMatchObject({ utm_source: "newsletter", $initial_utm_source: "newsletter" });
     expect(await personProperties("seg-u9")).toEqual({ email: "u9@example.com" }); // RudderStack: context.traits
     expect(stored.at(-1)!.timestamp).toBe("2024-05-01 12:00:00.000000"); // no timestamp: originalTimestamp
   });
@@ -275,5 +281,5 @@ async function personProperties(distinctId: string) {
   const [row] = await db.rows<{ properties: string }>(
     `SELECT properties FROM ${db.table("persons")} FINAL WHERE id = '${link!.person_id}'`,
   );
-  return JSON.parse(row!.properties);
+  return withoutAutomatic(JSON.parse(row!.properties));
 }

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Server } from "bun";
 import puppeteer, { type Browser } from "puppeteer-core";
+import { personIdFor } from "../src/identity";
 import { events, links, personOf } from "./helpers/rows";
 import { startService, type TestService } from "./helpers/service";
 
@@ -159,10 +160,19 @@ test.skipIf(typeof executable !== "string")(
     const stored_links = await links(service.db);
     expect(stored_links.get(ids.anonymous)?.person_id).toBe(person?.id);
     expect(stored_links.get("browser-alias")?.person_id).toBe(person?.id);
-    // after reset, a new anonymous ID on a person of its own
+    // posthog-js's default person_profiles, 'identified_only': anonymous events are personless, so the identified
+    // user's person is the one that survives, and the anonymous click resolves to it
+    expect(JSON.parse(byName.clicked!.properties).$process_person_profile).toBe(false);
+    expect(person?.id).toBe(personIdFor("browser-user"));
+    const [resolved] = await service.db.rows<{ person_id: string }>(
+      `SELECT toString(person_id) AS person_id FROM ${service.db.table("events_resolved")} WHERE event = 'clicked'`,
+    );
+    expect(resolved?.person_id).toBe(person!.id);
+    // after reset, a new anonymous ID: personless again, on the person a first profile would make, with no row
     expect(byName.after_reset?.distinct_id).toBe(ids.afterReset);
     expect(ids.afterReset).not.toBe(ids.anonymous);
-    expect(byName.after_reset?.person_id).not.toBe(person?.id);
+    expect(byName.after_reset?.person_id).toBe(personIdFor(ids.afterReset));
+    expect(await personOf(service.db, ids.afterReset)).toBeUndefined();
     await page.close();
   },
   60_000,

@@ -62,6 +62,23 @@ describe("posthog-node (the real package, 5.70.0)", () => {
     });
   }
 
+  test("groupIdentify makes a group; events captured with groups carry $groups; no person for the group's ID", async () => {
+    const client = new PostHog(KEY, { host: service.url, flushAt: 50, flushInterval: 0 });
+    client.groupIdentify({ groupType: "company", groupKey: "node-co", properties: { plan: "scale", seats: 12 } });
+    client.capture({ distinctId: "node-member", event: "invoice paid", groups: { company: "node-co" } });
+    await client.shutdown();
+
+    const [group] = await service.db.rows<{ properties: string }>(
+      `SELECT properties FROM ${service.db.table("groups")} FINAL WHERE group_type = 'company' AND group_key = 'node-co'`,
+    );
+    expect(JSON.parse(group!.properties)).toEqual({ plan: "scale", seats: 12 });
+    const [identified] = (await events(service.db)).filter((event) => event.event === "$groupidentify");
+    expect(identified!.distinct_id).toBe("$company_node-co");
+    expect(await personOf(service.db, "$company_node-co")).toBeUndefined();
+    const [paid] = await storedEvents("node-member");
+    expect(JSON.parse(paid!.properties).$groups).toEqual({ company: "node-co" });
+  });
+
   test("a 413 makes it halve its batches until they fit (MAX_EVENTS_PER_BATCH is 5 here); every event lands once", async () => {
     const client = new PostHog(KEY, { host: service.url, flushAt: 100, flushInterval: 0, maxBatchSize: 20 });
     for (let i = 0; i < 20; i++) client.capture({ distinctId: "node-split", event: `split-${i}` });

@@ -44,7 +44,11 @@ export function normalize(event: AcceptedEvent, receivedAt: Timestamp, context: 
     ip: context.captureIp ? column(properties.$ip, LIMITS.ip) || (context.ip ?? "") : "",
     receivedAt,
     topLevelSets: event.topLevelSets,
-    personless: context.personlessEvents && !linking && properties.$process_person_profile === false,
+    // a `$groupidentify` is about a group: its distinct ID (posthog-node's `$<type>_<key>`) is nobody's
+    personless:
+      context.personlessEvents &&
+      !linking &&
+      (properties.$process_person_profile === false || event.event === "$groupidentify"),
   };
 }
 

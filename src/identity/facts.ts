@@ -164,7 +164,8 @@ export function factsOf(
       facts.push(identityFact("born", distinctId, linkOf(distinctId)?.personId ?? personIdFor(distinctId), at));
     }
     if (linkedId !== undefined && personless(linkedId)) {
-      facts.push(identityFact("born", linkedId, linkOf(linkedId)!.personId, at));
+      // stamped after the event's own ID: of two persons born by one `$identify`, the identified one survives
+      facts.push(identityFact("born", linkedId, linkOf(linkedId)!.personId, [at[0], arrival()]));
     }
     linkedHere.add(distinctId);
     if (linkedId !== undefined) {

@@ -1,7 +1,14 @@
 import type { ClickHouseConfig, Config } from "../config";
 import type { CapturedEvent, EventSink } from "../contract";
 import { fail } from "../contract";
-import { fillOverrides, type IdentityOptions, IdentityResolver, stamped } from "../identity";
+import {
+  deriveGroups,
+  fillOverrides,
+  groupFactsOf,
+  type IdentityOptions,
+  IdentityResolver,
+  stamped,
+} from "../identity";
 import { ClickHouse, consistencyOf, createSchema, isDataError, literal, tuneEmbeddedEngine } from "../storage";
 import type { FlushPhases, StorageObserver } from "../telemetry";
 import { GroupCommit } from "./group-commit";
@@ -185,13 +192,16 @@ export class Storage implements EventSink {
     const prepared = await this.#identity.prepare(events);
     let identity = timer();
     const factsAt = new Date();
+    const groupFacts = groupFactsOf(events);
     try {
       await this.#db.insert("identity_facts", stamped(prepared.facts, factsAt));
+      await this.#db.insert("group_facts", groupFacts);
       const facts = timer();
       const resolution = await this.#identity.resolve(prepared);
       identity += timer();
       const rows = events.map((event, index) => eventRow(event, resolution.personIds[index]!));
       await this.#db.insert("persons", resolution.persons);
+      await this.#db.insert("groups", await deriveGroups(this.#db, groupFacts));
       // after the persons: an override always names a stored person
       await this.#db.insert("person_overrides", resolution.overrides);
       const persons = timer();

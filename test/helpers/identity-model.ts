@@ -93,7 +93,8 @@ export class IdentityModel {
       this.#births.push({ distinctId: user, personId: personIdFor(user), at });
     }
     if (other !== undefined && personless(other)) {
-      this.#births.push({ distinctId: other, personId: personIdFor(other), at });
+      // stamped after the event's own ID's birth (the service's next arrival stamp), whatever the person ids
+      this.#births.push({ distinctId: other, personId: personIdFor(other), at: `${at}\u0001` });
     }
     this.#seen.add(user);
     this.#neighbours(user);

@@ -84,6 +84,7 @@ describe.each([true, false])("$process_person_profile: false (sole writer: %p)",
       { event: "$create_alias", distinct_id: "pl-x", properties: { ...NO_PROFILE, alias: "pl-y", $set: { a: 1 } } },
     ]);
     const x = (await links(service.db)).get("pl-x")!.person_id;
+    expect(x).toBe(personIdFor("pl-x")); // the event's own ID's person survives, whichever id sorts first
     expect((await links(service.db)).get("pl-y")!.person_id).toBe(x);
     expect((await persons(service.db)).get(x)).toMatchObject({ properties: { a: 1 }, is_deleted: 0 });
     expect(await resolvedPersons(service, "pl-")).toMatchObject({ first: x, second: x, $create_alias: x });
@@ -104,7 +105,7 @@ test("PERSONLESS_EVENTS=0: the flag is a property like any other, and the event 
   }
 });
 
-test("only a boolean false is the flag: other values, and $identify or $create_alias, make a profile", () => {
+test("only a boolean false is the flag: other values, and $identify or $create_alias, make a profile; $groupidentify never does", () => {
   const accepted = (event: string, flag: unknown) =>
     ({
       event,
@@ -124,6 +125,8 @@ test("only a boolean false is the flag: other values, and $identify or $create_a
   expect(personless("$pageview", false)).toBe(true);
   expect(personless("$pageview", false, false)).toBe(false);
   for (const flag of ["false", 0, null, undefined, true]) expect(personless("$pageview", flag)).toBe(false);
+  expect(personless("$groupidentify", undefined)).toBe(true); // about a group: its distinct ID is nobody's
+  expect(personless("$groupidentify", undefined, false)).toBe(false);
   expect(personless("$identify", false)).toBe(false);
   expect(personless("$create_alias", false)).toBe(false);
 });

@@ -43,6 +43,8 @@ describe("the cluster schema, read by the engine's own parser", () => {
       "persons",
       "person_distinct_ids",
       "identity_facts",
+      "group_facts",
+      "groups",
       "person_overrides",
       "sessions_local",
       "sessions",
@@ -56,6 +58,8 @@ describe("the cluster schema, read by the engine's own parser", () => {
       persons: `ReplicatedReplacingMergeTree(${everywhere}, version)`,
       person_distinct_ids: `ReplicatedReplacingMergeTree(${everywhere}, version)`,
       identity_facts: `ReplicatedAggregatingMergeTree(${everywhere})`,
+      group_facts: `ReplicatedAggregatingMergeTree(${everywhere})`,
+      groups: `ReplicatedReplacingMergeTree(${everywhere}, version)`,
       person_overrides: `ReplicatedReplacingMergeTree(${everywhere}, version)`,
       sessions_local: `ReplicatedAggregatingMergeTree(${shard})`,
       sessions: `Distributed('${CLUSTER}', 'analytics', 'sessions_local')`,
@@ -77,6 +81,8 @@ describe("the cluster schema, read by the engine's own parser", () => {
       "persons",
       "person_distinct_ids",
       "identity_facts",
+      "group_facts",
+      "groups",
       "person_overrides",
       "sessions",
       "sessions_mv",
@@ -96,14 +102,18 @@ describe("the cluster schema, read by the engine's own parser", () => {
 });
 
 /** Opens a storage on the stand-in as an instance with `CLICKHOUSE_CLUSTER` would, writes one identify, closes. */
-async function openAndWrite(options: StandInOptions, env: Record<string, string> = {}) {
+async function openAndWrite(
+  options: StandInOptions,
+  env: Record<string, string> = {},
+  batch: object[] = [
+    { event: "$identify", distinct_id: "user-1", properties: { $anon_distinct_id: "anon-1", $set: { plan: "pro" } } },
+  ],
+) {
   const clickhouse = standInClickHouse(options);
   try {
     const config = loadConfig({ CLICKHOUSE_URL: clickhouse.url, ...env });
     const storage = await Storage.open(storageOptions(config));
-    const { events } = await captured([
-      { event: "$identify", distinct_id: "user-1", properties: { $anon_distinct_id: "anon-1", $set: { plan: "pro" } } },
-    ]);
+    const { events } = await captured(batch);
     await storage.ingest(events);
     await storage.close();
     return clickhouse.recorded;
@@ -123,7 +133,7 @@ describe("what an instance sends a cluster's node", () => {
     const ddl = recorded.filter((r) => /^(CREATE|ALTER|DROP)/.test(r.statement));
     expect(ddl.map((r) => words(r.statement, 3))).toEqual([
       "CREATE DATABASE IF",
-      ...Array.from({ length: 8 }, () => "CREATE TABLE IF"),
+      ...Array.from({ length: 10 }, () => "CREATE TABLE IF"),
       "CREATE MATERIALIZED VIEW",
       "CREATE OR REPLACE",
     ]);
@@ -160,6 +170,25 @@ describe("what an instance sends a cluster's node", () => {
     expect(inserts.get("`events`")?.get("insert_quorum")).toBeNull();
   });
 
+  test("a $groupidentify: its facts and its group on a majority quorum, the facts read once the node caught up", async () => {
+    const batch = [
+      {
+        event: "$groupidentify",
+        distinct_id: "$company_acme",
+        properties: { $group_type: "company", $group_key: "acme" },
+      },
+    ];
+    const recorded = await openAndWrite({ cluster }, { CLICKHOUSE_CLUSTER: CLUSTER }, batch);
+    const statements = recorded.map((r) => r.statement);
+    const factsWritten = statements.findIndex((s) => s.startsWith("INSERT INTO `default`.`group_facts`"));
+    expect(recorded[factsWritten]?.params.get("insert_quorum")).toBe("auto");
+    const caughtUp = statements.indexOf("SYSTEM SYNC REPLICA `default`.`group_facts` LIGHTWEIGHT");
+    const read = statements.findIndex((s) => s.includes("FROM `default`.`group_facts`"));
+    expect(factsWritten).toBeGreaterThan(-1);
+    expect(caughtUp).toBeGreaterThan(factsWritten);
+    expect(read).toBeGreaterThan(caughtUp);
+  });
+
   test("a database that holds the schema already gets no DDL, so an instance starts while a node is down", async () => {
     const recorded = await openAndWrite({ cluster, tables: allTables(CLUSTER) }, { CLICKHOUSE_CLUSTER: CLUSTER });
     expect(recorded.filter((r) => /^(CREATE|ALTER)/.test(r.statement))).toEqual([]);
@@ -179,7 +208,7 @@ describe("what an instance sends a cluster's node", () => {
   test("one server (no CLICKHOUSE_CLUSTER) sends no cluster DDL and no cluster settings", async () => {
     const recorded = await openAndWrite({});
     expect(recorded.some((r) => r.statement.includes("ON CLUSTER") || r.params.has("insert_quorum"))).toBe(false);
-    expect(recorded.filter((r) => r.statement.startsWith("CREATE TABLE"))).toHaveLength(6);
+    expect(recorded.filter((r) => r.statement.startsWith("CREATE TABLE"))).toHaveLength(8);
   });
 
   const enginesAs = (prefix: string) =>

@@ -45,6 +45,9 @@ const POINT_LOOKUPS = "SETTINGS index_granularity = 1024";
  * - `person_overrides` says where the events of each merged-away person belong now: always a live person (a
  *   merge, or a survivor that changes, writes every merged-away person of the component anew), read with FINAL.
  *   `events_resolved` is `events` with each event's person read through it (docs/identity.md#events-and-merges).
+ * - `group_facts` holds what `$groupidentify` events said of each group: per property key, its latest value (by
+ *   event timestamp; the value settles a tie) and how many rows said so; the key `""` marks that the group exists.
+ *   `groups` is derived from them (identity/groups.ts), one row a version, read with FINAL.
  * - `sessions` is kept by a materialized view over events that carry `$session_id`. Counts are exact sets of
  *   event uuids (uniqExact), so an event that arrives twice is counted once; the other columns are min/max and
  *   first/last values, which a repeat cannot change. Read it with the -Merge combinators grouped by `session_id`.
@@ -113,6 +116,34 @@ export const TABLES: readonly TableSpec[] = [
     },
     engine: "AggregatingMergeTree",
     keys: `ORDER BY (distinct_id, kind, name) ${POINT_LOOKUPS}`,
+    placement: { kind: "everywhere" },
+  },
+  {
+    name: "group_facts",
+    columns: {
+      group_type: "String",
+      group_key: "String",
+      key: "String",
+      first_at: `SimpleAggregateFunction(min, ${UTC_MICROS})`,
+      last_write: `SimpleAggregateFunction(max, Tuple(${UTC_MICROS}, String))`,
+      writes: "SimpleAggregateFunction(sum, UInt64)",
+    },
+    engine: "AggregatingMergeTree",
+    keys: `ORDER BY (group_type, group_key, key) ${POINT_LOOKUPS}`,
+    placement: { kind: "everywhere" },
+  },
+  {
+    name: "groups",
+    columns: {
+      group_type: "String",
+      group_key: "String",
+      properties: "String",
+      created_at: UTC_MICROS,
+      version: "UInt64",
+    },
+    engine: "ReplacingMergeTree",
+    engineArgs: "version",
+    keys: `ORDER BY (group_type, group_key) ${POINT_LOOKUPS}`,
     placement: { kind: "everywhere" },
   },
   {

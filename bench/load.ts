@@ -1,5 +1,5 @@
 /**
- * `npm run bench [http|mix|new|persons|query|instances]`: the service as its own process on a fresh data directory, driven by
+ * `npm run bench [http|mix|new|persons|query|instances|geoip]`: the service as its own process on a fresh data directory, driven by
  * wrk (a separate load generator) with posthog-node-shaped batches of 100 events, against the engine's own
  * insert rate for the same rows, measured in the same run. Never part of .ci/run.
  *
@@ -23,6 +23,7 @@
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { runGeoIp } from "./geoip";
 import {
   BASELINE_ROWS,
   BASELINE_ROWS_PER_INSERT,
@@ -48,7 +49,15 @@ import { runPersons } from "./persons";
 import { runQuery } from "./query";
 import { EVENTS_PER_BATCH, PEOPLE, type Population, writeBodies } from "./workload";
 
-const MODE = (process.argv[2] ?? "http") as "http" | "mix" | "new" | "persons" | "query" | "instances" | "import";
+const MODE = (process.argv[2] ?? "http") as
+  | "http"
+  | "mix"
+  | "new"
+  | "persons"
+  | "query"
+  | "instances"
+  | "import"
+  | "geoip";
 
 /** http, mix, new: one load on a fresh service, against the engine at 10,000 rows an insert and at the flush size. */
 async function runLoad(work: string, population: Population, label: string = MODE): Promise<number> {
@@ -144,6 +153,7 @@ try {
   else if (MODE === "instances") await runInstances(work);
   else if (MODE === "import") await runImportBench(work);
   else if (MODE === "new") await runNewVisitors(work);
+  else if (MODE === "geoip") await runGeoIp(work);
   else await runLoad(work, { shape: MODE === "http" ? "known" : MODE, people: PEOPLE });
 } finally {
   for (const service of running) await stop(service);

@@ -9,9 +9,18 @@ function init(args)
   next = math.random(#bodies)
 end
 
+-- With BENCH_FORWARDED_FOR=1, each request comes "through a proxy" from a random IPv4 address (some private, as
+-- traffic has), for a service that trusts the loopback address (TRUSTED_PROXIES=127.0.0.1).
+local forwarded = os.getenv("BENCH_FORWARDED_FOR") == "1"
+
 function request()
   next = next % #bodies + 1
-  return wrk.format("POST", "/batch/", { ["Content-Type"] = "application/json" }, bodies[next])
+  local headers = { ["Content-Type"] = "application/json" }
+  if forwarded then
+    headers["X-Forwarded-For"] = string.format("%d.%d.%d.%d", math.random(1, 223), math.random(0, 255),
+      math.random(0, 255), math.random(1, 254))
+  end
+  return wrk.format("POST", "/batch/", headers, bodies[next])
 end
 
 -- With BENCH_PORTS (comma-separated), thread i connects to the i-th port (cycling) on the URL's host, so that one

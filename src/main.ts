@@ -1,7 +1,7 @@
 import { hostname } from "node:os";
 import type { Server } from "bun";
 import pkg from "../package.json" with { type: "json" };
-import { PendingBytes } from "./capture";
+import { openGeoIp, PendingBytes } from "./capture";
 import { importCommand, queryCommand } from "./cli";
 import { type Config, ConfigError, helpText, loadConfig, OperatorError, redacted } from "./config";
 import { ensureWorkerThreads, workerThreadsFor } from "./engine";
@@ -34,8 +34,12 @@ async function main(args: readonly string[]): Promise<void> {
     else log.error("cannot open ClickHouse", { cause: describeError(error) });
     return exit(1);
   });
+  const geo = await openGeoIp(config).catch((error: unknown) => {
+    log.error(error instanceof Error ? error.message : String(error));
+    return exit(1);
+  });
   const pending = new PendingBytes(config.maxPendingBytes);
-  const server = serve({ config, sink: storage, pending, observer: requestObserver(log, metrics) });
+  const server = serve({ config, sink: storage, pending, geo, observer: requestObserver(log, metrics) });
   const engine = config.queryPort === undefined ? undefined : await QueryEngine.open(queryEngineOptions(config));
   const queryServer =
     engine &&

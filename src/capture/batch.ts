@@ -2,6 +2,7 @@ import type { Config } from "../config";
 import type { CaptureResult, EventSink, Timestamp } from "../contract";
 import { checkApiKey, checkOrigin } from "./auth";
 import { type ContentEncoding, checkHeaders, parseBody } from "./decode";
+import type { GeoIp } from "./geoip";
 import { clientIp } from "./ip";
 import { type BatchContext, normalize } from "./normalize";
 import { timestampFromDate } from "./timestamp";
@@ -44,6 +45,7 @@ export async function captureBatch(
   head: BatchHead,
   config: Config,
   sink: EventSink,
+  geo?: GeoIp | undefined,
 ): Promise<CaptureResult> {
   const payload = parsePayload(parseBody(body), config.maxEventsPerBatch);
   checkApiKey(payload, head.origin, config.publicApiKeys);
@@ -54,6 +56,7 @@ export async function captureBatch(
     personlessEvents: config.personlessEvents,
     captureIp: config.captureIp,
     ip: head.ip,
+    geo,
   };
   await ingestAccepted(events, sink, head.receivedAt, context);
   return { ingested: events.length, dropped };

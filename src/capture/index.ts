@@ -1,4 +1,5 @@
 export { type BatchHead, captureBatch, checkHead, ingestAccepted } from "./batch";
+export { GeoIp, openGeoIp } from "./geoip";
 export { normalize } from "./normalize";
 export { type Claim, PendingBytes } from "./pending";
 export { parseTimestamp, timestampFromDate } from "./timestamp";

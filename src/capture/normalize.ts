@@ -1,4 +1,13 @@
-import { type CapturedEvent, columnText, isRawNumber, LIMITS, numberText, type Timestamp } from "../contract";
+import {
+  type CapturedEvent,
+  columnText,
+  isRawNumber,
+  LIMITS,
+  numberText,
+  type Properties,
+  type Timestamp,
+} from "../contract";
+import { type GeoIp, withLocation } from "./geoip";
 import { millisOf, shifted } from "./timestamp";
 import type { AcceptedEvent } from "./validate";
 
@@ -14,6 +23,8 @@ export interface BatchContext {
   readonly captureIp: boolean;
   /** The client's address, for events without their own `$ip` (none for an import). */
   readonly ip: string | undefined;
+  /** `GEOIP`: where addresses are. */
+  readonly geo?: GeoIp | undefined;
 }
 
 const AS_SENT: BatchContext = {
@@ -29,8 +40,9 @@ const AS_SENT: BatchContext = {
  * was received (or `offset` before); one without a usable `uuid` gets a time-ordered (v7) one.
  */
 export function normalize(event: AcceptedEvent, receivedAt: Timestamp, context: BatchContext = AS_SENT): CapturedEvent {
-  const { properties } = event;
   const linking = event.event === "$identify" || event.event === "$create_alias";
+  const ip = context.captureIp ? column(event.properties.$ip, LIMITS.ip) || (context.ip ?? "") : "";
+  const properties = located(event.properties, ip, context.geo);
   return {
     uuid: event.uuid ?? Bun.randomUUIDv7(),
     event: event.event,
@@ -41,7 +53,7 @@ export function normalize(event: AcceptedEvent, receivedAt: Timestamp, context: 
     windowId: column(properties.$window_id, LIMITS.windowId),
     currentUrl: column(properties.$current_url, LIMITS.currentUrl),
     host: column(properties.$host, LIMITS.host),
-    ip: context.captureIp ? column(properties.$ip, LIMITS.ip) || (context.ip ?? "") : "",
+    ip,
     receivedAt,
     topLevelSets: event.topLevelSets,
     // a `$groupidentify` is about a group: its distinct ID (posthog-node's `$<type>_<key>`) is nobody's
@@ -65,6 +77,13 @@ function timestampOf(event: AcceptedEvent, receivedAt: Timestamp, clock: BatchCo
   }
   if (event.offsetMs !== undefined) return shifted(receivedAt, -event.offsetMs) ?? receivedAt;
   return receivedAt;
+}
+
+/** The properties with where `ip` is (GeoIP), unless the event says `$geoip_disable: true`. */
+function located(properties: Properties, ip: string, geo: GeoIp | undefined): Properties {
+  if (geo === undefined || ip === "" || properties.$geoip_disable === true) return properties;
+  const location = geo.locate(ip);
+  return location === undefined ? properties : withLocation(properties, location);
 }
 
 /** A string, or a number as text (digits as sent); anything else is no value. Bounded and well-formed. */

@@ -224,6 +224,22 @@ export const SETTINGS = {
     help: "`1`: store each event's client address in `events.ip` (the event's own `$ip`, else the connection's). `0`: store none.",
     backend: "any",
   }),
+  geoip: setting({
+    env: "GEOIP",
+    parse: type("'0' | '1'").pipe((value) => value === "1"),
+    default: true,
+    shownDefault: "`1`",
+    help: "`1`: add PostHog's `$geoip_*` properties to events from public addresses (and to their person, with `PERSON_AUTO_PROPERTIES`). `0`: none.",
+    backend: "any",
+  }),
+  geoipDatabase: setting<string | undefined>({
+    env: "GEOIP_DATABASE",
+    parse: path,
+    default: undefined,
+    shownDefault: "bundled: DB-IP country",
+    help: "A MaxMind DB file (GeoIP2 or GeoLite2 City, or Country) to locate addresses with, instead of the bundled country database.",
+    backend: "any",
+  }),
   trustedProxies: setting<readonly string[]>({
     env: "TRUSTED_PROXIES",
     parse: proxies,

@@ -1,4 +1,4 @@
-import { captureBatch, checkHead, type PendingBytes } from "../capture";
+import { captureBatch, checkHead, type GeoIp, type PendingBytes } from "../capture";
 import type { Config } from "../config";
 import { type CaptureResult, type EventSink, fail, type IngestError } from "../contract";
 import { BodyError, type BodyFailure, readBody } from "./body";
@@ -11,7 +11,12 @@ import { BodyError, type BodyFailure, readBody } from "./body";
 export async function batch(
   request: Request,
   url: URL,
-  app: { readonly config: Config; readonly sink: EventSink; readonly pending: PendingBytes },
+  app: {
+    readonly config: Config;
+    readonly sink: EventSink;
+    readonly pending: PendingBytes;
+    readonly geo?: GeoIp | undefined;
+  },
   peer?: string,
 ): Promise<CaptureResult> {
   const { config } = app;
@@ -26,7 +31,7 @@ export async function batch(
     }).catch((error: unknown) => {
       throw error instanceof BodyError ? BODY_FAILURES[error.reason](error) : error;
     });
-    return await captureBatch(body, head, config, app.sink);
+    return await captureBatch(body, head, config, app.sink, app.geo);
   } finally {
     claim.release();
   }

@@ -1,5 +1,5 @@
 import type { Server } from "bun";
-import type { PendingBytes } from "../capture";
+import type { GeoIp, PendingBytes } from "../capture";
 import type { Config } from "../config";
 import { asIngestError, type EventSink, fail, type IngestError } from "../contract";
 import type { Answer, Handled, RequestObserver, Route } from "../telemetry";
@@ -15,6 +15,8 @@ export interface App {
   readonly pending: PendingBytes;
   /** Told of every answer (logs, metrics, tests). Without one, only internal failures are reported, to stderr. */
   readonly observer?: RequestObserver;
+  /** Where clients' addresses are (`GEOIP`); none: no location. */
+  readonly geo?: GeoIp | undefined;
 }
 
 /**

@@ -54,7 +54,25 @@ const CAMPAIGN = [
   "sccid",
 ] as const;
 
-export const AUTOMATIC_KEYS: readonly string[] = [...DEVICE_AND_PAGE, ...CAMPAIGN];
+/** Where the event came from (GeoIP, `capture/geoip.ts`): it moves with the user, so it churns like a page. */
+const LOCATION = [
+  "$geoip_city_name",
+  "$geoip_country_name",
+  "$geoip_country_code",
+  "$geoip_continent_name",
+  "$geoip_continent_code",
+  "$geoip_postal_code",
+  "$geoip_latitude",
+  "$geoip_longitude",
+  "$geoip_accuracy_radius",
+  "$geoip_time_zone",
+  "$geoip_subdivision_1_code",
+  "$geoip_subdivision_1_name",
+  "$geoip_subdivision_2_code",
+  "$geoip_subdivision_2_name",
+] as const;
+
+export const AUTOMATIC_KEYS: readonly string[] = [...DEVICE_AND_PAGE, ...CAMPAIGN, ...LOCATION];
 
 /**
  * Keys that change with every page or device and so never make a person write on their own (PostHog's
@@ -75,6 +93,9 @@ const CHURNING = new Set<string>([
   "$raw_user_agent",
   "$os",
   "$os_version",
+  // PostHog lets a new country or city name make a write; this service decides without reading the person, so
+  // every location key waits for a change that writes anyway (docs/identity.md#automatic-person-properties)
+  ...LOCATION,
 ]);
 
 const initialKey = (key: string): string => `$initial_${key.replace("$", "")}`;

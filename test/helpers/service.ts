@@ -1,3 +1,4 @@
+import { openGeoIp } from "../../src/capture/geoip";
 import { PendingBytes } from "../../src/capture/pending";
 import { type Config, loadConfig } from "../../src/config";
 import { serve } from "../../src/http";
@@ -87,7 +88,12 @@ export async function startService(
     ...env,
   });
   const storage = await openStorage(config, seams);
-  const server = serve({ config, sink: storage, pending: new PendingBytes(config.maxPendingBytes) });
+  const server = serve({
+    config,
+    sink: storage,
+    pending: new PendingBytes(config.maxPendingBytes),
+    geo: await openGeoIp(config),
+  });
   const query = config.queryPort === undefined ? undefined : await startQueryPort(config, seams.query);
   const db = await openDb(config.clickhouse.database);
   return {

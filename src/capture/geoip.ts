@@ -96,8 +96,18 @@ export class GeoIp {
     return new GeoIp(new Reader<CityResponse>(Buffer.from(await Bun.file(path).arrayBuffer())));
   }
 
+  /** The last address located, and where it is: a batch's events come from one address. */
+  #last: { readonly address: string; readonly location: Location | undefined } | undefined;
+
   /** Where `address` is; undefined for an address no database places, or one this database does not hold. */
   locate(address: string): Location | undefined {
+    if (this.#last?.address === address) return this.#last.location;
+    const location = this.#lookUp(address);
+    this.#last = { address, location };
+    return location;
+  }
+
+  #lookUp(address: string): Location | undefined {
     if (!isPublic(address)) return undefined;
     const record = this.reader.get(address) as GeoRecord | null;
     if (record === null) return undefined;
@@ -106,10 +116,15 @@ export class GeoIp {
   }
 }
 
-/** The event's properties with the location of its address, each key only where the event has none of its own. */
+/**
+ * The event's properties with the location of its address, each key only where the event has none of its own.
+ * Added in place: the properties are the request's own parse, which nothing else holds.
+ */
 export function withLocation(properties: Properties, location: Location): Properties {
-  const added = Object.entries(location).filter(([key]) => !Object.hasOwn(properties, key));
-  return added.length === 0 ? properties : { ...properties, ...Object.fromEntries(added) };
+  for (const key in location) {
+    if (!Object.hasOwn(properties, key)) properties[key] = location[key as GeoProperty];
+  }
+  return properties;
 }
 
 /** The database the settings name (`GEOIP`, `GEOIP_DATABASE`), or none; one that cannot be read is a `ConfigError`. */

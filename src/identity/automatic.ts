@@ -4,11 +4,10 @@ import type { Properties } from "../contract";
  * Person properties PostHog's ingestion sets from what SDKs put on events (its `eventToPersonProperties`): each
  * one an event carries is `$set` on the person, and `$set_once` as `$initial_<key without $>` (first touch).
  */
-const DEVICE_AND_PAGE = [
-  "$app_build",
-  "$app_name",
-  "$app_namespace",
-  "$app_version",
+const APP = ["$app_build", "$app_name", "$app_namespace", "$app_version"] as const;
+
+/** The page, browser, device and screen: they change with every page (PostHog's `FILTERED_PERSON_UPDATE_PROPERTIES`). */
+const PAGE_AND_DEVICE = [
   "$browser",
   "$browser_version",
   "$device_type",
@@ -72,31 +71,14 @@ const LOCATION = [
   "$geoip_subdivision_2_name",
 ] as const;
 
-export const AUTOMATIC_KEYS: readonly string[] = [...DEVICE_AND_PAGE, ...CAMPAIGN, ...LOCATION];
+export const AUTOMATIC_KEYS: readonly string[] = [...APP, ...PAGE_AND_DEVICE, ...CAMPAIGN, ...LOCATION];
 
 /**
- * Keys that change with every page or device and so never make a person write on their own (PostHog's
- * `FILTERED_PERSON_UPDATE_PROPERTIES`, of the keys above): they go in with an event that changes something else.
+ * Keys that never make a person write on their own: they go in with an event that changes something else. PostHog
+ * lets a new country or city name make a write; this service decides without reading the person, so every
+ * location key waits for a change that writes anyway (docs/identity.md#automatic-person-properties).
  */
-const CHURNING = new Set<string>([
-  "$current_url",
-  "$pathname",
-  "$referring_domain",
-  "$referrer",
-  "$screen_height",
-  "$screen_width",
-  "$viewport_height",
-  "$viewport_width",
-  "$browser",
-  "$browser_version",
-  "$device_type",
-  "$raw_user_agent",
-  "$os",
-  "$os_version",
-  // PostHog lets a new country or city name make a write; this service decides without reading the person, so
-  // every location key waits for a change that writes anyway (docs/identity.md#automatic-person-properties)
-  ...LOCATION,
-]);
+const CHURNING = new Set<string>([...PAGE_AND_DEVICE, ...LOCATION]);
 
 const initialKey = (key: string): string => `$initial_${key.replace("$", "")}`;
 

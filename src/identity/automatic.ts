@@ -80,7 +80,8 @@ export const AUTOMATIC_KEYS: readonly string[] = [...APP, ...PAGE_AND_DEVICE, ..
  */
 const CHURNING = new Set<string>([...PAGE_AND_DEVICE, ...LOCATION]);
 
-const initialKey = (key: string): string => `$initial_${key.replace("$", "")}`;
+/** Each key's first-touch name, `$initial_<key without $>`, made once. */
+const INITIAL = new Map(AUTOMATIC_KEYS.map((key) => [key, `$initial_${key.replace("$", "")}`]));
 
 /** What an event's own properties say of its person, PostHog's way. */
 export interface AutomaticUpdates {
@@ -107,7 +108,7 @@ export function automaticUpdatesOf(properties: Properties): AutomaticUpdates | u
     if (value === undefined || (server && (key === "$os" || key === "$os_version"))) continue;
     found = true;
     set[key] = value;
-    if (value !== null) setOnce[initialKey(key)] = value;
+    if (value !== null) setOnce[INITIAL.get(key)!] = value;
     if (!CHURNING.has(key)) changes = true;
   }
   return found ? { set, setOnce, changes } : undefined;

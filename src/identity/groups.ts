@@ -108,7 +108,8 @@ export async function deriveGroups(db: ClickHouse, facts: readonly GroupFactRow[
     if (!named.has(id)) continue;
     let group = groups.get(id);
     if (group === undefined) {
-      group = { ...record, properties: "", created_at: record.first, version: 0, entries: [] };
+      const { group_type, group_key, first } = record;
+      group = { group_type, group_key, properties: "", created_at: first, version: 0, entries: [] };
       groups.set(id, group);
     }
     if (record.first < group.created_at) group.created_at = record.first;

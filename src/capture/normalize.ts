@@ -69,10 +69,10 @@ export function normalize(event: AcceptedEvent, receivedAt: Timestamp, context: 
  * `sent_at` shows (PostHog's `arrival + (timestamp − sent_at)`); without one, `offset` milliseconds before arrival;
  * else its arrival. A correction that would land outside 1900–2299 is not made.
  */
-function timestampOf(event: AcceptedEvent, receivedAt: Timestamp, clock: BatchContext): Timestamp {
+function timestampOf(event: AcceptedEvent, receivedAt: Timestamp, context: BatchContext): Timestamp {
   if (event.timestamp !== undefined) {
-    const sentAt = event.sentAt ?? clock.sentAt;
-    if (!clock.correctClockSkew || sentAt === undefined) return event.timestamp;
+    const sentAt = event.sentAt ?? context.sentAt;
+    if (!context.correctClockSkew || sentAt === undefined) return event.timestamp;
     return shifted(event.timestamp, millisOf(receivedAt) - millisOf(sentAt)) ?? event.timestamp;
   }
   if (event.offsetMs !== undefined) return shifted(receivedAt, -event.offsetMs) ?? receivedAt;

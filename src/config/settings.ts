@@ -63,6 +63,8 @@ const set =
     return values instanceof type.errors ? values : new Set(values);
   };
 const path = type("string").pipe((value) => resolve(value));
+/** `0` or `1`, as a boolean. */
+const flag = type("'0' | '1'").pipe((value) => value === "1");
 /** Addresses and CIDR ranges, or proxy-addr's names for ranges (`loopback`, `linklocal`, `uniquelocal`). */
 const proxies = list.to(
   type("string[]").narrow((values, ctx) => {
@@ -194,7 +196,7 @@ export const SETTINGS = {
   }),
   correctClockSkew: setting({
     env: "CORRECT_CLOCK_SKEW",
-    parse: type("'0' | '1'").pipe((value) => value === "1"),
+    parse: flag,
     default: false,
     shownDefault: "`0`",
     help: "`1`: move each `timestamp` by the client clock's error that `sent_at` shows, as PostHog does. `0`: store timestamps as sent.",
@@ -202,7 +204,7 @@ export const SETTINGS = {
   }),
   personlessEvents: setting({
     env: "PERSONLESS_EVENTS",
-    parse: type("'0' | '1'").pipe((value) => value === "1"),
+    parse: flag,
     default: true,
     shownDefault: "`1`",
     help: "`1`: an event with `$process_person_profile: false` makes and changes no person, as PostHog does (it keeps its ID's person, or the one a first profile would make). `0`: every event is a profile event.",
@@ -210,7 +212,7 @@ export const SETTINGS = {
   }),
   personAutoProperties: setting({
     env: "PERSON_AUTO_PROPERTIES",
-    parse: type("'0' | '1'").pipe((value) => value === "1"),
+    parse: flag,
     default: true,
     shownDefault: "`1`",
     help: "`1`: set `$browser`, `$os`, `$current_url`, `utm_*` and the like from events on their person, and `$initial_*` once, as PostHog does. `0`: only what SDKs `$set`.",
@@ -218,7 +220,7 @@ export const SETTINGS = {
   }),
   captureIp: setting({
     env: "CAPTURE_IP",
-    parse: type("'0' | '1'").pipe((value) => value === "1"),
+    parse: flag,
     default: true,
     shownDefault: "`1`",
     help: "`1`: store each event's client address in `events.ip` (the event's own `$ip`, else the connection's). `0`: store none.",
@@ -226,7 +228,7 @@ export const SETTINGS = {
   }),
   geoip: setting({
     env: "GEOIP",
-    parse: type("'0' | '1'").pipe((value) => value === "1"),
+    parse: flag,
     default: true,
     shownDefault: "`1`",
     help: "`1`: add PostHog's `$geoip_*` properties to events from public addresses (and to their person, with `PERSON_AUTO_PROPERTIES`). `0`: none.",
@@ -305,7 +307,7 @@ export const SETTINGS = {
   }),
   queryReadonly: setting({
     env: "QUERY_READONLY",
-    parse: type("'0' | '1'").pipe((value) => value === "1"),
+    parse: flag,
     default: true,
     shownDefault: "`1`",
     help: "`1`: queries may only read. `0`: a POST may also insert, create, alter and drop tables.",

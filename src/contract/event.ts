@@ -94,11 +94,16 @@ export function columnText(value: string, max: number): string {
 }
 
 /**
- * A distinct ID as a client may send one: a non-empty string, or a number, written with the digits sent when
- * a double cannot hold them (`12345678901234567890`). Bounded and well-formed by `columnText`.
+ * An identifier as a client may send one: a non-empty string, or a number, written with the digits sent when a
+ * double cannot hold them (`12345678901234567890`). Bounded to `max` and well-formed by `columnText`.
  */
-export function distinctIdFrom(value: unknown): string | undefined {
-  if (typeof value === "string") return value === "" ? undefined : columnText(value, LIMITS.distinctId);
-  if (typeof value === "number" || isRawNumber(value)) return columnText(numberText(value), LIMITS.distinctId);
+export function identifierFrom(value: unknown, max: number): string | undefined {
+  if (typeof value === "string") return value === "" ? undefined : columnText(value, max);
+  if (typeof value === "number" || isRawNumber(value)) return columnText(numberText(value), max);
   return undefined;
+}
+
+/** A distinct ID as a client may send one (`identifierFrom`). */
+export function distinctIdFrom(value: unknown): string | undefined {
+  return identifierFrom(value, LIMITS.distinctId);
 }

@@ -5,6 +5,7 @@ export {
   columnText,
   distinctIdFrom,
   type EventSink,
+  identifierFrom,
   LIMITS,
   NIL_UUID,
   type Properties,

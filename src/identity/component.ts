@@ -4,6 +4,7 @@ import {
   type FirstOnce,
   type LastOnce,
   type LastWrite,
+  NO_FIRST_ONCE,
   onceKey,
   type When,
 } from "./facts";
@@ -30,16 +31,13 @@ interface KeyState {
   firstOnce: FirstOnce;
   lastOnce: LastOnce;
   /**
-   * The earliest `$set_once` after `floor` (`NO_ONCE` if none is known), exact while `floor` is defined: what
+   * The earliest `$set_once` after `floor` (`NO_FIRST_ONCE` if none is known), exact while `floor` is defined: what
    * decides the key after an `$unset` at or after `floor`. Undefined until `knowOnces` tells it; only the `once`
    * facts read for that (and a flush's own, after) are folded in.
    */
   floor?: When | undefined;
   after?: FirstOnce | undefined;
 }
-
-/** An earliest `$set_once` that is none: it sorts after every real one. */
-const NO_ONCE: FirstOnce = [1, "1970-01-01 00:00:00.000000" as When[0], 0, ""];
 
 /** Whether a `$set_once` (`once`) came after `when`. */
 function onceAfter(once: FirstOnce | LastOnce, when: When): boolean {
@@ -166,7 +164,7 @@ export class Component {
     const state = this.#properties.get(key);
     if (state === undefined) return;
     state.floor = floor;
-    state.after = earliest ?? NO_ONCE;
+    state.after = earliest ?? NO_FIRST_ONCE;
   }
 
   /** A copy that takes further facts without changing this one. */

@@ -61,7 +61,8 @@ export function stamped(facts: readonly FactRow[], now: Date = new Date()): Writ
 
 export const EPOCH = "1970-01-01 00:00:00.000000" as Timestamp;
 const NO_WRITE: LastWrite = [0, EPOCH, 0, 0, ""];
-const NO_FIRST_ONCE: FirstOnce = [1, EPOCH, 0, ""];
+/** An earliest `$set_once` that is none: it sorts after every real one. */
+export const NO_FIRST_ONCE: FirstOnce = [1, EPOCH, 0, ""];
 const NO_LAST_ONCE: LastOnce = [0, EPOCH, 0, ""];
 
 /** A fact other than a property update, written once. */
@@ -154,7 +155,10 @@ export function factsOf(
     return link === undefined || isPersonless(link) ? undefined : link.personId;
   };
   const linked = (id: string) => linkedHere.has(id) || personOf(id) !== undefined;
-  const personless = (id: string) => !linkedHere.has(id) && linkOf(id) !== undefined && personOf(id) === undefined;
+  const personless = (id: string) => {
+    const link = linkOf(id);
+    return !linkedHere.has(id) && link !== undefined && isPersonless(link);
+  };
   for (const { event, linkedId, updates: explicit, identifies, personless: noProfile, automatic } of intents) {
     if (noProfile) continue;
     const { distinctId } = event;

@@ -1,5 +1,5 @@
 import type { CapturedEvent, Properties, Timestamp } from "../contract";
-import { columnText, isObject, isRawNumber, numberText } from "../contract";
+import { identifierFrom, isObject } from "../contract";
 import type { ClickHouse } from "../storage";
 import { EPOCH } from "./facts";
 
@@ -36,20 +36,13 @@ export interface GroupRow {
   version: number;
 }
 
-/** A group's type or key: a non-empty string, or a number as its digits. */
-function groupText(value: unknown, max: number): string | undefined {
-  if (typeof value === "string") return value === "" ? undefined : columnText(value, max);
-  if (typeof value === "number" || isRawNumber(value)) return numberText(value);
-  return undefined;
-}
-
 /** The group a `$groupidentify` event names and what it sets, or undefined (no group, or not that event). */
 export function groupIdentified(
   event: CapturedEvent,
 ): { readonly type: string; readonly key: string; readonly set: Properties } | undefined {
   if (event.event !== "$groupidentify") return undefined;
-  const type = groupText(event.properties.$group_type, MAX_GROUP_TYPE);
-  const key = groupText(event.properties.$group_key, MAX_GROUP_KEY);
+  const type = identifierFrom(event.properties.$group_type, MAX_GROUP_TYPE);
+  const key = identifierFrom(event.properties.$group_key, MAX_GROUP_KEY);
   if (type === undefined || key === undefined) return undefined;
   const set = event.properties.$group_set;
   return { type, key, set: isObject(set) ? set : {} };

@@ -49,9 +49,10 @@ export const warnRepair: RepairObserver = (table, column, type) =>
 
 /**
  * Checks the columns of the schema's tables: a missing column is added (safe: it only gets its default in old
- * rows), a view that lacks one is made again (after the tables' columns: it reads them), an enum that lacks values added since is widened (a change of metadata only: stored values keep their
- * numbers); a column of another type is a `SchemaError` naming the table, because writing on would silently lose
- * or mangle data. Extra columns are left alone.
+ * rows), a view that lacks one is made again (after the tables' columns: it reads them), an enum that lacks values
+ * added since is widened (a change of metadata only: stored values keep their numbers); a column of another type
+ * is a `SchemaError` naming the table, because writing on would silently lose or mangle data. Extra columns are
+ * left alone.
  */
 export async function checkColumns(
   db: ClickHouse,

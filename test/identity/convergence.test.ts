@@ -121,16 +121,36 @@ test(`three instances, simultaneous merges and a SIGKILL mid-flush converge to w
         for (const batch of merges) sent.push(...batch);
       }
     };
-    /** An instance killed while requests are in flight, and started again on the same database; three times. */
+    /**
+     * An instance killed while requests are in flight, and started again on the same database; three times. Each
+     * kill lands on a request of its own to the victim, sent just before: whatever the clients happen to be
+     * waiting on (on a busy machine they can all be waiting on the other instances), one flush dies mid-way.
+     */
     const killAndRestart = async () => {
+      const midFlush: Promise<void>[] = [];
       for (let kill = 0; kill < 3; kill++) {
         await Bun.sleep(200 + rng.int(400));
         const victim = instances[kill]!;
+        const batch = batchOf(1 + rng.int(15));
+        let first = true;
+        const victimFirst = () => {
+          if (!first) return writers()[rng.int(writers().length)]!;
+          first = false;
+          return victim;
+        };
+        midFlush.push(
+          sendUntilAcknowledged(victimFirst, batch).then((attempts) => {
+            retries += attempts - 1;
+            sent.push(...batch);
+          }),
+        );
+        await Bun.sleep(2); // the request is on its way: the flush it joins waits at least FLUSH_LINGER_MS (10 ms)
         victim.child.kill("SIGKILL");
         await victim.child.exited;
         await Bun.sleep(100);
         instances[kill] = await startProcess({ ...instanceEnv });
       }
+      await Promise.all(midFlush);
       killing = false;
     };
     await Promise.all([

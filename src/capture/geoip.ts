@@ -3,7 +3,7 @@ import { continents, countries } from "countries-list";
 import ipaddr from "ipaddr.js";
 import { type CityResponse, Reader } from "maxmind";
 import { type Config, ConfigError } from "../config";
-import type { Properties } from "../contract";
+import type { EventLocation, Properties } from "../contract";
 
 /**
  * Where an address is, with PostHog's property names. A GeoIP2 or GeoLite2 City database (`GEOIP_DATABASE`) says
@@ -97,12 +97,13 @@ export class GeoIp {
   }
 
   /** The last address located, and where it is: a batch's events come from one address. */
-  #last: { readonly address: string; readonly location: Location | undefined } | undefined;
+  #last: { readonly address: string; readonly location: EventLocation | undefined } | undefined;
 
   /** Where `address` is; undefined for an address no database places, or one this database does not hold. */
-  locate(address: string): Location | undefined {
+  locate(address: string): EventLocation | undefined {
     if (this.#last?.address === address) return this.#last.location;
-    const location = this.#lookUp(address);
+    const found = this.#lookUp(address);
+    const location = found === undefined ? undefined : { properties: found, json: JSON.stringify(found) };
     this.#last = { address, location };
     return location;
   }
@@ -117,14 +118,14 @@ export class GeoIp {
 }
 
 /**
- * The event's properties with the location of its address, each key only where the event has none of its own.
- * Added in place: the properties are the request's own parse, which nothing else holds.
+ * The part of `location` an event's properties do not say themselves: its own `$geoip_*` keys win, as PostHog's
+ * GeoIP leaves them, and the stored location never repeats a key of `properties` (`events_resolved` joins the two).
  */
-export function withLocation(properties: Properties, location: Location): Properties {
-  for (const key in location) {
-    if (!Object.hasOwn(properties, key)) properties[key] = location[key as GeoProperty];
-  }
-  return properties;
+export function locationBeside(properties: Properties, location: EventLocation): EventLocation | undefined {
+  const own = Object.keys(location.properties).filter((key) => Object.hasOwn(properties, key));
+  if (own.length === 0) return location;
+  const rest = Object.fromEntries(Object.entries(location.properties).filter(([key]) => !own.includes(key)));
+  return Object.keys(rest).length === 0 ? undefined : { properties: rest, json: JSON.stringify(rest) };
 }
 
 /** The database the settings name (`GEOIP`, `GEOIP_DATABASE`), or none; one that cannot be read is a `ConfigError`. */

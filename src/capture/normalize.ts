@@ -1,13 +1,14 @@
 import {
   type CapturedEvent,
   columnText,
+  type EventLocation,
   isRawNumber,
   LIMITS,
   numberText,
   type Properties,
   type Timestamp,
 } from "../contract";
-import { type GeoIp, withLocation } from "./geoip";
+import { type GeoIp, locationBeside } from "./geoip";
 import { millisOf, shifted } from "./timestamp";
 import type { AcceptedEvent } from "./validate";
 
@@ -42,7 +43,7 @@ const AS_SENT: BatchContext = {
 export function normalize(event: AcceptedEvent, receivedAt: Timestamp, context: BatchContext = AS_SENT): CapturedEvent {
   const linking = event.event === "$identify" || event.event === "$create_alias";
   const ip = context.captureIp ? column(event.properties.$ip, LIMITS.ip) || (context.ip ?? "") : "";
-  const properties = located(event.properties, ip, context.geo);
+  const { properties } = event;
   return {
     uuid: event.uuid ?? Bun.randomUUIDv7(),
     event: event.event,
@@ -54,6 +55,7 @@ export function normalize(event: AcceptedEvent, receivedAt: Timestamp, context: 
     currentUrl: column(properties.$current_url, LIMITS.currentUrl),
     host: column(properties.$host, LIMITS.host),
     ip,
+    location: locationOf(properties, ip, context.geo),
     receivedAt,
     topLevelSets: event.topLevelSets,
     // a `$groupidentify` is about a group: its distinct ID (posthog-node's `$<type>_<key>`) is nobody's
@@ -79,11 +81,11 @@ function timestampOf(event: AcceptedEvent, receivedAt: Timestamp, context: Batch
   return receivedAt;
 }
 
-/** The properties with where `ip` is (GeoIP), unless the event says `$geoip_disable: true`. */
-function located(properties: Properties, ip: string, geo: GeoIp | undefined): Properties {
-  if (geo === undefined || ip === "" || properties.$geoip_disable === true) return properties;
+/** Where `ip` is (GeoIP), beside what the event says itself, unless it says `$geoip_disable: true`. */
+function locationOf(properties: Properties, ip: string, geo: GeoIp | undefined): EventLocation | undefined {
+  if (geo === undefined || ip === "" || properties.$geoip_disable === true) return undefined;
   const location = geo.locate(ip);
-  return location === undefined ? properties : withLocation(properties, location);
+  return location === undefined ? undefined : locationBeside(properties, location);
 }
 
 /** A string, or a number as text (digits as sent); anything else is no value. Bounded and well-formed. */

@@ -231,7 +231,7 @@ export const SETTINGS = {
     parse: flag,
     default: true,
     shownDefault: "`1`",
-    help: "`1`: add PostHog's `$geoip_*` properties to events from public addresses (and to their person, with `PERSON_AUTO_PROPERTIES`). `0`: none.",
+    help: "`1`: locate events from public addresses: PostHog's `$geoip_*` in `events.geoip` and in the properties of `events_resolved` (and on their person, with `PERSON_AUTO_PROPERTIES`). `0`: none.",
     backend: "any",
   }),
   geoipDatabase: setting<string | undefined>({

@@ -30,6 +30,11 @@ export interface CapturedEvent {
   readonly host: string;
   /** The client's address: the event's own `$ip`, else the request's (`CAPTURE_IP`, `TRUSTED_PROXIES`); or empty. */
   readonly ip: string;
+  /**
+   * Where the client's address is (`GEOIP`): PostHog's `$geoip_*` properties that the event does not carry itself.
+   * Stored beside `properties` (in `events.geoip`), which stay as sent.
+   */
+  readonly location: EventLocation | undefined;
   /** When this service received the request. */
   readonly receivedAt: Timestamp;
   /**
@@ -44,6 +49,13 @@ export interface CapturedEvent {
    * person, or the one its first profile would make, and makes or changes no person.
    */
   readonly personless: boolean;
+}
+
+/** A location: PostHog's `$geoip_*` properties (strings, or numbers for coordinates), and the same as JSON. */
+export interface EventLocation {
+  readonly properties: Readonly<Record<string, string | number>>;
+  /** `properties` as one JSON object, made once for every event from the same address. */
+  readonly json: string;
 }
 
 /** `$set` and `$set_once` as sent at an event's top level, beside `properties`. */

@@ -4,6 +4,7 @@ export {
   type CaptureResult,
   columnText,
   distinctIdFrom,
+  type EventLocation,
   type EventSink,
   identifierFrom,
   LIMITS,

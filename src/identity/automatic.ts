@@ -53,7 +53,10 @@ const CAMPAIGN = [
   "sccid",
 ] as const;
 
-/** Where the event came from (GeoIP, `capture/geoip.ts`): it moves with the user, so it churns like a page. */
+/**
+ * Where the event came from: its own `$geoip_*`, else GeoIP's (`CapturedEvent.location`). It moves with the user,
+ * so it churns like a page.
+ */
 const LOCATION = [
   "$geoip_city_name",
   "$geoip_country_name",
@@ -92,19 +95,21 @@ export interface AutomaticUpdates {
 }
 
 /**
- * The automatic person updates of an event's properties, or undefined if it carries none of the keys. A server
+ * The automatic person updates of an event's properties and its location (the `$geoip_*` keys GeoIP found that the
+ * properties lack), or undefined if it carries none of the keys. A server
  * SDK's event (`$is_server: true`) says nothing of the user's `$os`. `$os_name`, which some SDKs send instead
  * of `$os`, stands in for it. `$initial_*` never takes a null: SDKs send absent campaign parameters as null, and
  * a null first touch would keep the real one out for good.
  */
-export function automaticUpdatesOf(properties: Properties): AutomaticUpdates | undefined {
+export function automaticUpdatesOf(properties: Properties, location: Properties = {}): AutomaticUpdates | undefined {
   const server = properties.$is_server === true;
+  const said = (key: string) => (Object.hasOwn(properties, key) ? properties[key] : location[key]);
   const set: Record<string, unknown> = {};
   const setOnce: Record<string, unknown> = {};
   let found = false;
   let changes = false;
   for (const key of AUTOMATIC_KEYS) {
-    const value = key === "$os" && !Object.hasOwn(properties, "$os") ? properties.$os_name : properties[key];
+    const value = key === "$os" && !Object.hasOwn(properties, "$os") ? properties.$os_name : said(key);
     if (value === undefined || (server && (key === "$os" || key === "$os_version"))) continue;
     found = true;
     set[key] = value;

@@ -67,7 +67,7 @@ export function personIntentOf(event: CapturedEvent, automatic = false): PersonI
     updates: personless ? undefined : personUpdatesOf(event.properties, event.topLevelSets),
     identifies: event.event === "$identify",
     personless,
-    automatic: automatic && !personless ? automaticUpdatesOf(event.properties) : undefined,
+    automatic: automatic && !personless ? automaticUpdatesOf(event.properties, event.location?.properties) : undefined,
   };
 }
 

@@ -15,6 +15,7 @@ export interface EventRow {
   current_url: string;
   host: string;
   ip: string;
+  geoip: string;
   created_at: Timestamp;
 }
 
@@ -31,6 +32,7 @@ export function eventRow(event: CapturedEvent, personId: string): EventRow {
     current_url: event.currentUrl,
     host: event.host,
     ip: event.ip,
+    geoip: event.location?.json ?? "",
     created_at: event.receivedAt,
   };
 }

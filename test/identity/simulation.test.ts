@@ -225,6 +225,7 @@ function capturedOf(event: ModelEvent): CapturedEvent {
     currentUrl: "",
     host: "",
     ip: "",
+    location: undefined,
     receivedAt: timestamp as Timestamp,
     topLevelSets: {},
     personless: false,

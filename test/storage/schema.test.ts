@@ -210,6 +210,34 @@ describe("an existing database that drifted from the schema", () => {
     }
   });
 
+  test("a database from before events.geoip gets the column, and events_resolved its location in properties", async () => {
+    const { config, db } = await freshDatabase();
+    const warned = spyOn(console, "warn").mockImplementation(() => {});
+    try {
+      await db.command(`DROP VIEW ${db.table("events_resolved")}`);
+      await db.command(`ALTER TABLE ${db.table("events")} DROP COLUMN geoip`);
+      // as the view was: properties as stored
+      await db.command(`CREATE VIEW ${db.table("events_resolved")} AS SELECT * FROM ${db.table("events")}`);
+      const storage = await Storage.open(storageOptions(config));
+      const [event] = (await captured([{ event: "e", distinct_id: "u", properties: { plan: "pro" } }])).events;
+      const location = { properties: { $geoip_country_code: "DE" }, json: '{"$geoip_country_code":"DE"}' };
+      await storage.ingest([{ ...event!, location }]);
+      await storage.close();
+      expect(await db.rows(`SELECT properties, geoip FROM ${db.table("events")}`)).toEqual([
+        { properties: '{"plan":"pro"}', geoip: '{"$geoip_country_code":"DE"}' },
+      ]);
+      expect(await db.rows(`SELECT properties, geoip FROM ${db.table("events_resolved")}`)).toEqual([
+        { properties: '{"plan":"pro","$geoip_country_code":"DE"}', geoip: '{"$geoip_country_code":"DE"}' },
+      ]);
+      const said = warned.mock.calls.map((call) => String(call[0]));
+      expect(said.some((line) => line.includes("events`.geoip is missing"))).toBe(true);
+    } finally {
+      warned.mockRestore();
+      await db.command(`DROP DATABASE \`${config.clickhouse.database}\``);
+      await db.close();
+    }
+  });
+
   test("an enum from before a kind of fact existed is widened at startup, and its rows read as they were", async () => {
     const { config, db } = await freshDatabase();
     const warned = spyOn(console, "warn").mockImplementation(() => {});

@@ -54,8 +54,8 @@ const CAMPAIGN = [
 ] as const;
 
 /**
- * Where the event came from: its own `$geoip_*`, else GeoIP's (`CapturedEvent.location`). It moves with the user,
- * so it churns like a page.
+ * Where the event came from, as its own `$geoip_*` say (GeoIP's location goes on the person as one fact of its
+ * own: `locationFact`). It moves with the user, so it churns like a page.
  */
 const LOCATION = [
   "$geoip_city_name",
@@ -83,8 +83,10 @@ export const AUTOMATIC_KEYS: readonly string[] = [...APP, ...PAGE_AND_DEVICE, ..
  */
 const CHURNING = new Set<string>([...PAGE_AND_DEVICE, ...LOCATION]);
 
-/** Each key's first-touch name, `$initial_<key without $>`, made once. */
-const INITIAL = new Map(AUTOMATIC_KEYS.map((key) => [key, `$initial_${key.replace("$", "")}`]));
+/** A key's first-touch name, `$initial_<key without $>`, set once. */
+export const initialKey = (key: string): string => `$initial_${key.replace("$", "")}`;
+
+const INITIAL = new Map(AUTOMATIC_KEYS.map((key) => [key, initialKey(key)]));
 
 /** What an event's own properties say of its person, PostHog's way. */
 export interface AutomaticUpdates {
@@ -95,21 +97,19 @@ export interface AutomaticUpdates {
 }
 
 /**
- * The automatic person updates of an event's properties and its location (the `$geoip_*` keys GeoIP found that the
- * properties lack), or undefined if it carries none of the keys. A server
+ * The automatic person updates of an event's properties, or undefined if it carries none of the keys. A server
  * SDK's event (`$is_server: true`) says nothing of the user's `$os`. `$os_name`, which some SDKs send instead
  * of `$os`, stands in for it. `$initial_*` never takes a null: SDKs send absent campaign parameters as null, and
  * a null first touch would keep the real one out for good.
  */
-export function automaticUpdatesOf(properties: Properties, location: Properties = {}): AutomaticUpdates | undefined {
+export function automaticUpdatesOf(properties: Properties): AutomaticUpdates | undefined {
   const server = properties.$is_server === true;
-  const said = (key: string) => (Object.hasOwn(properties, key) ? properties[key] : location[key]);
   const set: Record<string, unknown> = {};
   const setOnce: Record<string, unknown> = {};
   let found = false;
   let changes = false;
   for (const key of AUTOMATIC_KEYS) {
-    const value = key === "$os" && !Object.hasOwn(properties, "$os") ? properties.$os_name : said(key);
+    const value = key === "$os" && !Object.hasOwn(properties, "$os") ? properties.$os_name : properties[key];
     if (value === undefined || (server && (key === "$os" || key === "$os_version"))) continue;
     found = true;
     set[key] = value;

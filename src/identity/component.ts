@@ -5,6 +5,8 @@ import {
   type LastOnce,
   type LastWrite,
   NO_FIRST_ONCE,
+  NO_LAST_ONCE,
+  NO_WRITE,
   onceKey,
   type When,
 } from "./facts";
@@ -39,6 +41,12 @@ interface KeyState {
   after?: FirstOnce | undefined;
 }
 
+/** The `location` facts folded: the latest `$set` of `$geoip_*` keys and the earliest `$set_once`, as objects. */
+interface LocationState {
+  write: LastWrite;
+  firstOnce: FirstOnce;
+}
+
 /** Whether a `$set_once` (`once`) came after `when`. */
 function onceAfter(once: FirstOnce | LastOnce, when: When): boolean {
   return compareTuples([once[1], once[2]], when) > 0;
@@ -60,6 +68,9 @@ function before(a: When, aName: string, b: When, bName: string): boolean {
  * - each property is its latest `$set` or `$unset` (when; within one event `$unset` wins); if it never had one,
  *   its earliest `$set_once`; if the latest is an `$unset`, the earliest `$set_once` after it, if any (which
  *   takes the `once` facts after that `$unset`: `onceGaps` says which keys lack them, `knowOnces` adds them);
+ * - a `location` fact counts as a `$set` of each key of its latest write and a `$set_once` of each key of its
+ *   earliest, at its own time: a key's own facts and the location's compete by when; only its own `once` facts
+ *   decide a key after an `$unset`;
  * - its version counts the rows of its facts; its links' version the rows of the facts links depend on, `born`
  *   and `joined` (not `identified`: a repeated `$identify` rewrites the person, not each of its links).
  *
@@ -72,6 +83,7 @@ export class Component {
   readonly births = new Map<string, Birth>();
   #identified: Birth | undefined;
   readonly #properties = new Map<string, KeyState>();
+  #location: LocationState | undefined;
   #identityWrites = 0;
   /** Rows of `born` and `joined` facts: what links are derived from. */
   #linkWrites = 0;
@@ -101,6 +113,10 @@ export class Component {
         this.#foldProperty(fact.name, { write: fact.last_write, firstOnce: fact.first_once, lastOnce: fact.last_once });
         this.#propertyWrites += fact.writes;
         return;
+      case "location":
+        this.#foldLocation(fact);
+        this.#propertyWrites += fact.writes;
+        return;
       case "once": {
         // not counted in the version: a derivation reads these only when it needs them
         const state = this.#properties.get(onceKey(fact.name));
@@ -126,6 +142,40 @@ export class Component {
     if (compareTuples(update.lastOnce, state.lastOnce) > 0) state.lastOnce = update.lastOnce;
     state.floor = onces.floor;
     state.after = onces.after;
+  }
+
+  #foldLocation(update: { readonly last_write: LastWrite; readonly first_once: FirstOnce }): void {
+    const state = this.#location;
+    if (state === undefined) {
+      this.#location = { write: update.last_write, firstOnce: update.first_once };
+      return;
+    }
+    if (compareTuples(update.last_write, state.write) > 0) state.write = update.last_write;
+    if (compareTuples(update.first_once, state.firstOnce) < 0) state.firstOnce = update.first_once;
+  }
+
+  /** Each key the location sets or sets once, as a key's own facts would say it. */
+  #locatedKeys(): Map<string, KeyState> {
+    const keys = new Map<string, KeyState>();
+    const { write, firstOnce } = this.#location ?? {};
+    if (write !== undefined && write[0] === 1) {
+      for (const [key, value] of Object.entries(JSON.parse(write[4]) as Record<string, unknown>)) {
+        keys.set(key, {
+          write: [1, write[1], write[2], 0, JSON.stringify(value)],
+          firstOnce: NO_FIRST_ONCE,
+          lastOnce: NO_LAST_ONCE,
+        });
+      }
+    }
+    if (firstOnce !== undefined && firstOnce[0] === 0) {
+      for (const [key, value] of Object.entries(JSON.parse(firstOnce[3]) as Record<string, unknown>)) {
+        const once: FirstOnce = [0, firstOnce[1], firstOnce[2], JSON.stringify(value)];
+        const state = keys.get(key);
+        if (state === undefined) keys.set(key, { write: NO_WRITE, firstOnce: once, lastOnce: NO_LAST_ONCE });
+        else state.firstOnce = once;
+      }
+    }
+    return keys;
   }
 
   /**
@@ -192,6 +242,9 @@ export class Component {
       this.#identified = identified;
     }
     for (const [key, state] of other.#properties) this.#foldProperty(key, state);
+    if (other.#location !== undefined) {
+      this.#foldLocation({ last_write: other.#location.write, first_once: other.#location.firstOnce });
+    }
     this.#identityWrites += other.#identityWrites;
     this.#linkWrites += other.#linkWrites;
     this.#propertyWrites += other.#propertyWrites;
@@ -204,6 +257,8 @@ export class Component {
     for (const [key, { write, firstOnce, lastOnce }] of this.#properties) {
       bytes += 2 * (key.length + write[4].length + firstOnce[3].length + lastOnce[3].length) + 300;
     }
+    if (this.#location !== undefined)
+      bytes += 2 * (this.#location.write[4].length + this.#location.firstOnce[3].length);
     return bytes;
   }
 
@@ -261,13 +316,26 @@ export class Component {
 
   /** Its properties as JSON text, keys in code unit order, each value as its fact holds it. */
   propertiesJson(): string {
+    const located = this.#locatedKeys();
     const entries: string[] = [];
-    for (const key of [...this.#properties.keys()].sort()) {
-      const value = keyValue(key, this.#properties.get(key)!);
+    for (const key of [...new Set([...this.#properties.keys(), ...located.keys()])].sort()) {
+      const own = this.#properties.get(key);
+      const fromLocation = located.get(key);
+      const state = fromLocation === undefined ? own! : own === undefined ? fromLocation : latest(own, fromLocation);
+      const value = keyValue(key, state);
       if (value !== undefined) entries.push(`${JSON.stringify(key)}:${value}`);
     }
     return `{${entries.join(",")}}`;
   }
+}
+
+/** A key's own state with the location's write and first `$set_once` where they win. */
+function latest(own: KeyState, fromLocation: KeyState): KeyState {
+  return {
+    ...own,
+    write: compareTuples(fromLocation.write, own.write) > 0 ? fromLocation.write : own.write,
+    firstOnce: compareTuples(fromLocation.firstOnce, own.firstOnce) < 0 ? fromLocation.firstOnce : own.firstOnce,
+  };
 }
 
 /**

@@ -1,6 +1,7 @@
-import type { Timestamp } from "../contract";
+import type { EventLocation, Timestamp } from "../contract";
+import { initialKey } from "./automatic";
 import { isPersonless, type Link, personIdFor } from "./person";
-import { type PersonIntent, withAutomatic } from "./person-rules";
+import { type PersonIntent, type PersonUpdates, withAutomatic } from "./person-rules";
 
 /**
  * What events said about distinct IDs (docs/scale-out.md#facts), one row of `identity_facts` each. Facts are only
@@ -15,12 +16,15 @@ import { type PersonIntent, withAutomatic } from "./person-rules";
  *   collapse: after an `$unset` the first `$set_once` that follows it wins, and which that is depends on when the
  *   `$unset` was, which a later event can move. Read only for a key whose latest write is an `$unset` that some
  *   `$set_once` followed (`gather.ts`, `fillOnceGaps`).
+ * - `location`: where GeoIP placed the ID's events, one row for all their `$geoip_*` keys (`name` empty):
+ *   `last_write` holds the `$set` of the latest as a JSON object, `first_once` the `$set_once` of the earliest
+ *   (`$initial_geoip_*`). One row a located event instead of three a key; `Component` reads each key out of it.
  *
  * Rows with the same `(distinct_id, kind, name)` collapse (AggregatingMergeTree): `at` and `first_once` to the
  * earliest, `last_write` and `last_once` to the latest, `writes` to the sum. The tuples order as ClickHouse
  * compares them, so a read of the collapsed row and a fold of the rows here give the same answer.
  */
-export type FactKind = "born" | "joined" | "identified" | "property" | "once";
+export type FactKind = "born" | "joined" | "identified" | "property" | "once" | "location";
 
 /**
  * When: the event's timestamp, then its arrival stamp (`arrival-clock.ts`), which orders events with equal
@@ -60,14 +64,14 @@ export function stamped(facts: readonly FactRow[], now: Date = new Date()): Writ
 }
 
 export const EPOCH = "1970-01-01 00:00:00.000000" as Timestamp;
-const NO_WRITE: LastWrite = [0, EPOCH, 0, 0, ""];
+export const NO_WRITE: LastWrite = [0, EPOCH, 0, 0, ""];
 /** An earliest `$set_once` that is none: it sorts after every real one. */
 export const NO_FIRST_ONCE: FirstOnce = [1, EPOCH, 0, ""];
-const NO_LAST_ONCE: LastOnce = [0, EPOCH, 0, ""];
+export const NO_LAST_ONCE: LastOnce = [0, EPOCH, 0, ""];
 
 /** A fact other than a property update, written once. */
 export function identityFact(
-  kind: Exclude<FactKind, "property" | "once">,
+  kind: Exclude<FactKind, "property" | "once" | "location">,
   distinctId: string,
   name: string,
   at: When,
@@ -134,6 +138,37 @@ export function onceFact(distinctId: string, key: string, at: When, value: strin
 }
 
 /**
+ * Where an event placed its ID (`location`): `set` and `setOnce` as JSON objects, either empty for none (keys the
+ * event's own `$set`, `$unset` or `$set_once` names are left out of it: the event's own word wins).
+ */
+export function locationFact(distinctId: string, at: When, set: string, setOnce: string): FactRow {
+  return {
+    distinct_id: distinctId,
+    kind: "location",
+    name: "",
+    at,
+    last_write: set === "" ? NO_WRITE : [1, at[0], at[1], 0, set],
+    first_once: setOnce === "" ? NO_FIRST_ONCE : [0, at[0], at[1], setOnce],
+    last_once: NO_LAST_ONCE,
+    writes: 1,
+  };
+}
+
+/** The location fact of an event whose explicit updates are `explicit`, or undefined if they leave nothing of it. */
+function locationFactOf(distinctId: string, at: When, location: EventLocation, explicit: PersonUpdates | undefined) {
+  const set: Record<string, string | number> = {};
+  const setOnce: Record<string, string | number> = {};
+  const unset = new Set(explicit?.unset);
+  for (const [key, value] of Object.entries(location.properties)) {
+    if (explicit?.set?.[key] === undefined && !unset.has(key)) set[key] = value;
+    if (explicit?.setOnce?.[initialKey(key)] === undefined) setOnce[initialKey(key)] = value;
+  }
+  const text = (object: object) => (Object.keys(object).length === 0 ? "" : JSON.stringify(object));
+  if (Object.keys(set).length + Object.keys(setOnce).length === 0) return undefined;
+  return locationFact(distinctId, at, text(set), text(setOnce));
+}
+
+/**
  * The facts of a flush's events, in order. `linkOf` tells the link of each ID that had one before the flush (an
  * ID an earlier event of the flush linked counts as linked from then on); `arrival` stamps each event.
  *
@@ -159,7 +194,15 @@ export function factsOf(
     const link = linkOf(id);
     return !linkedHere.has(id) && link !== undefined && isPersonless(link);
   };
-  for (const { event, linkedId, updates: explicit, identifies, personless: noProfile, automatic } of intents) {
+  for (const {
+    event,
+    linkedId,
+    updates: explicit,
+    identifies,
+    personless: noProfile,
+    automatic,
+    location,
+  } of intents) {
     if (noProfile) continue;
     const { distinctId } = event;
     const before = facts.length;
@@ -183,6 +226,8 @@ export function factsOf(
     // automatic properties go in with an event that changes its person anyway, or that carries one that does
     const changes = facts.length > before || explicit !== undefined || automatic?.changes === true;
     const updates = automatic !== undefined && changes ? withAutomatic(explicit, automatic) : explicit;
+    const located = location !== undefined && changes ? locationFactOf(distinctId, at, location, explicit) : undefined;
+    if (located !== undefined) facts.push(located);
     if (updates === undefined) continue;
     const writes = new Map<string, readonly [0 | 1, string]>();
     for (const [key, value] of Object.entries(updates.set ?? {}))

@@ -1,4 +1,4 @@
-import type { CapturedEvent, Properties, TopLevelSets } from "../contract";
+import type { CapturedEvent, EventLocation, Properties, TopLevelSets } from "../contract";
 import { distinctIdFrom, isObject } from "../contract";
 import { type AutomaticUpdates, automaticUpdatesOf } from "./automatic";
 
@@ -56,6 +56,8 @@ export interface PersonIntent {
   readonly personless: boolean;
   /** What its properties say of its person PostHog's way (`PERSON_AUTO_PROPERTIES`), applied as `factsOf` says. */
   readonly automatic: AutomaticUpdates | undefined;
+  /** Where GeoIP placed it, for its person (`PERSON_AUTO_PROPERTIES`), applied with `automatic`. */
+  readonly location: EventLocation | undefined;
 }
 
 /** What an event asks of its person; with `automatic`, PostHog's automatic person properties too. */
@@ -67,7 +69,8 @@ export function personIntentOf(event: CapturedEvent, automatic = false): PersonI
     updates: personless ? undefined : personUpdatesOf(event.properties, event.topLevelSets),
     identifies: event.event === "$identify",
     personless,
-    automatic: automatic && !personless ? automaticUpdatesOf(event.properties, event.location?.properties) : undefined,
+    automatic: automatic && !personless ? automaticUpdatesOf(event.properties) : undefined,
+    location: automatic && !personless ? event.location : undefined,
   };
 }
 

@@ -149,6 +149,14 @@ describe("events from public addresses", () => {
       $initial_geoip_continent_code: "NA",
       $initial_geoip_continent_name: "North America",
     });
+    // the person's location is one fact row, not three for each of its keys
+    const facts = await service.db.rows<{ kind: string; name: string }>(
+      `SELECT kind, name FROM ${service.db.table("identity_facts")} WHERE distinct_id = 'geo-1' ORDER BY kind, name`,
+    );
+    expect(facts).toEqual([
+      { kind: "born", name: expect.any(String) },
+      { kind: "location", name: "" },
+    ]);
   });
 
   test("an event's own $geoip_* keys and its own $ip win; $geoip_disable: true, or a private address, adds none", async () => {

@@ -28,18 +28,6 @@ describe("automaticUpdatesOf", () => {
     expect(automaticUpdatesOf({ $os_name: "Android" })?.set).toEqual({ $os: "Android" });
     expect(automaticUpdatesOf({ $os: "Linux", $os_version: "6", $is_server: true })).toBeUndefined();
   });
-
-  test("the event's location counts as its properties; a key the event sends itself, null included, wins", () => {
-    const location = { $geoip_country_code: "US", $geoip_city_name: "Boston" };
-    expect(automaticUpdatesOf({}, location)).toEqual({
-      set: location,
-      setOnce: { $initial_geoip_country_code: "US", $initial_geoip_city_name: "Boston" },
-      changes: false,
-    });
-    const own = automaticUpdatesOf({ $geoip_city_name: null }, location);
-    expect(own?.set).toEqual({ $geoip_country_code: "US", $geoip_city_name: null });
-    expect(own?.setOnce).toEqual({ $initial_geoip_country_code: "US" });
-  });
 });
 
 describe("PostHog's automatic person properties", () => {

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import type { CapturedEvent, Timestamp } from "../../src/contract/event";
 import { components } from "../../src/identity/component";
-import { factsOf } from "../../src/identity/facts";
+import { compareTuples, factsOf } from "../../src/identity/facts";
 import { personIntentOf } from "../../src/identity/person-rules";
 import { settled } from "../helpers/onces";
 
@@ -128,5 +128,88 @@ describe("merges, folded from facts", () => {
     });
     expect(component!.mergedAway(survivor)).toMatchObject([{ distinctId: "into", isDeleted: true }]);
     expect(({} as Record<string, unknown>).x).toBeUndefined();
+  });
+});
+
+describe("the location, one fact a located event", () => {
+  const US = { $geoip_country_code: "US", $geoip_continent_code: "NA" };
+  const located = (properties: Record<string, string>) => ({ properties, json: JSON.stringify(properties) });
+  /** An event of `p` at `second`, placed in `where`, with PostHog's automatic person properties on. */
+  const placed = (
+    second: number,
+    where: Record<string, string> | undefined,
+    properties: Record<string, unknown> = {},
+  ) =>
+    personIntentOf(
+      {
+        event: "e",
+        distinctId: "p",
+        properties,
+        timestamp: at(second),
+        location: where === undefined ? undefined : located(where),
+      } as unknown as CapturedEvent,
+      true,
+    );
+  const personOf = (facts: ReturnType<typeof factsOfIntents>) => {
+    const [component] = settled(components(facts), facts);
+    return JSON.parse(component!.person()!.properties) as Record<string, unknown>;
+  };
+
+  test("a new person's location is one fact: each key $set, and $set_once as $initial_geoip_*", () => {
+    const facts = factsOfIntents([placed(0, US)]);
+    expect(facts.map((fact) => fact.kind)).toEqual(["born", "location"]);
+    expect(personOf(facts)).toEqual({
+      ...US,
+      $initial_geoip_country_code: "US",
+      $initial_geoip_continent_code: "NA",
+    });
+  });
+
+  test("the latest location sets, the earliest sets once, and a key's own $set or $unset competes by when", () => {
+    const facts = factsOfIntents([
+      placed(3, { $geoip_country_code: "DE" }, { $set: { plan: "b" } }),
+      placed(0, US, { $set: { plan: "0" } }),
+      placed(1, { $geoip_country_code: "CA" }, { $set: { plan: "a" } }),
+      placed(2, undefined, { $set: { $geoip_country_code: "XX" }, $unset: ["$geoip_continent_code"] }),
+    ]);
+    const expected = {
+      $geoip_country_code: "DE",
+      $initial_geoip_country_code: "US",
+      $initial_geoip_continent_code: "NA",
+      plan: "b",
+    };
+    expect(personOf(facts)).toEqual(expected);
+    expect(personOf([...facts].reverse())).toEqual(expected);
+    // collapsed as ClickHouse collapses rows of one fact: the same person
+    const locations = facts.filter((fact) => fact.kind === "location");
+    const latest = locations.reduce((a, b) => (compareTuples(b.last_write, a.last_write) > 0 ? b : a));
+    const earliest = locations.reduce((a, b) => (compareTuples(b.first_once, a.first_once) < 0 ? b : a));
+    const collapsed = { ...latest, first_once: earliest.first_once, writes: locations.length };
+    expect(personOf([...facts.filter((fact) => fact.kind !== "location"), collapsed])).toEqual(expected);
+    const later = factsOfIntents([placed(0, US), placed(1, undefined, { $set: { $geoip_country_code: "XX" } })]);
+    expect(personOf(later)).toMatchObject({ $geoip_country_code: "XX", $geoip_continent_code: "NA" });
+  });
+
+  test("the event's own $set, $unset and $set_once of a location key win over its location", () => {
+    const facts = factsOfIntents([
+      placed(0, US, {
+        $set: { $geoip_country_code: "own" },
+        $unset: ["$geoip_continent_code"],
+        $set_once: { $initial_geoip_country_code: "first" },
+      }),
+    ]);
+    expect(personOf(facts)).toEqual({
+      $geoip_country_code: "own",
+      $initial_geoip_country_code: "first",
+      $initial_geoip_continent_code: "NA",
+    });
+  });
+
+  test("an event that changes nothing else about its person carries no location; nor does a personless one", () => {
+    const facts = factsOfIntents([placed(0, US), placed(1, { $geoip_country_code: "CA" })]);
+    expect(facts.map((fact) => fact.kind)).toEqual(["born", "location"]);
+    expect(personOf(facts).$geoip_country_code).toBe("US");
+    const personless = placed(2, US, { $process_person_profile: false });
+    expect(personIntentOf({ ...personless.event, personless: true }, true).location).toBeUndefined();
   });
 });

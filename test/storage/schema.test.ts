@@ -248,7 +248,9 @@ describe("an existing database that drifted from the schema", () => {
         { statement: string },
       ];
       await db.command(`DROP TABLE ${facts}`);
-      await db.command(statement.replace(", 'once' = 5)", ")"));
+      const older = statement.replace(", 'once' = 5, 'location' = 6)", ")");
+      expect(older).not.toBe(statement);
+      await db.command(older);
       await db.command(`INSERT INTO ${facts} (distinct_id, kind, name) VALUES ('old', 'property', 'plan')`);
       const storage = await Storage.open(storageOptions(config));
       expect(String(warned.mock.calls[0]?.[0])).toContain("identity_facts`.kind is missing or narrower than Enum8(");

@@ -109,7 +109,7 @@ export const TABLES: readonly TableSpec[] = [
     name: "identity_facts",
     columns: {
       distinct_id: "String",
-      kind: "Enum8('born' = 1, 'joined' = 2, 'identified' = 3, 'property' = 4, 'once' = 5)",
+      kind: "Enum8('born' = 1, 'joined' = 2, 'identified' = 3, 'property' = 4, 'once' = 5, 'location' = 6)",
       name: "String",
       at: `SimpleAggregateFunction(min, Tuple(${UTC_MICROS}, UInt64))`,
       last_write: `SimpleAggregateFunction(max, Tuple(UInt8, ${UTC_MICROS}, UInt64, UInt8, String))`,

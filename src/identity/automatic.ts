@@ -54,10 +54,10 @@ const CAMPAIGN = [
 ] as const;
 
 /**
- * Where the event came from, as its own `$geoip_*` say (GeoIP's location goes on the person as one fact of its
- * own: `locationFact`). It moves with the user, so it churns like a page.
+ * Where the event came from (PostHog's GeoIP names): the event's own, over what GeoIP found. It moves with the
+ * user, so it churns like a page; it goes on the person as one `location` fact (facts.ts), not a fact a key.
  */
-const LOCATION = [
+export const LOCATION_KEYS: readonly string[] = [
   "$geoip_city_name",
   "$geoip_country_name",
   "$geoip_country_code",
@@ -72,16 +72,35 @@ const LOCATION = [
   "$geoip_subdivision_1_name",
   "$geoip_subdivision_2_code",
   "$geoip_subdivision_2_name",
-] as const;
+];
 
-export const AUTOMATIC_KEYS: readonly string[] = [...APP, ...PAGE_AND_DEVICE, ...CAMPAIGN, ...LOCATION];
+/** A location by PostHog's names: strings, and numbers for coordinates. */
+export type PersonLocation = Readonly<Record<string, string | number>>;
+
+/**
+ * The location an event gives its person: its own `$geoip_*` strings and numbers, and the keys GeoIP found that
+ * it lacks (`located`); undefined if neither says anything.
+ */
+export function personLocationOf(
+  properties: Properties,
+  located: PersonLocation | undefined,
+): PersonLocation | undefined {
+  let own: Record<string, string | number> | undefined;
+  for (const key of LOCATION_KEYS) {
+    const value = properties[key];
+    if (typeof value === "string" || typeof value === "number") (own ??= {})[key] = value;
+  }
+  return own === undefined ? located : { ...located, ...own };
+}
+
+export const AUTOMATIC_KEYS: readonly string[] = [...APP, ...PAGE_AND_DEVICE, ...CAMPAIGN];
 
 /**
  * Keys that never make a person write on their own: they go in with an event that changes something else. PostHog
  * lets a new country or city name make a write; this service decides without reading the person, so every
  * location key waits for a change that writes anyway (docs/identity.md#automatic-person-properties).
  */
-const CHURNING = new Set<string>([...PAGE_AND_DEVICE, ...LOCATION]);
+const CHURNING = new Set<string>(PAGE_AND_DEVICE);
 
 /** A key's first-touch name, `$initial_<key without $>`, set once. */
 export const initialKey = (key: string): string => `$initial_${key.replace("$", "")}`;

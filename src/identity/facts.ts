@@ -1,5 +1,5 @@
-import type { EventLocation, Timestamp } from "../contract";
-import { initialKey } from "./automatic";
+import type { Timestamp } from "../contract";
+import { initialKey, type PersonLocation } from "./automatic";
 import { isPersonless, type Link, personIdFor } from "./person";
 import { type PersonIntent, type PersonUpdates, withAutomatic } from "./person-rules";
 
@@ -16,7 +16,7 @@ import { type PersonIntent, type PersonUpdates, withAutomatic } from "./person-r
  *   collapse: after an `$unset` the first `$set_once` that follows it wins, and which that is depends on when the
  *   `$unset` was, which a later event can move. Read only for a key whose latest write is an `$unset` that some
  *   `$set_once` followed (`gather.ts`, `fillOnceGaps`).
- * - `location`: where GeoIP placed the ID's events, one row for all their `$geoip_*` keys (`name` empty):
+ * - `location`: where the ID's events came from, one row for all their `$geoip_*` keys (`name` empty):
  *   `last_write` holds the `$set` of the latest as a JSON object, `first_once` the `$set_once` of the earliest
  *   (`$initial_geoip_*`). One row a located event instead of three a key; `Component` reads each key out of it.
  *
@@ -155,11 +155,11 @@ export function locationFact(distinctId: string, at: When, set: string, setOnce:
 }
 
 /** The location fact of an event whose explicit updates are `explicit`, or undefined if they leave nothing of it. */
-function locationFactOf(distinctId: string, at: When, location: EventLocation, explicit: PersonUpdates | undefined) {
+function locationFactOf(distinctId: string, at: When, location: PersonLocation, explicit: PersonUpdates | undefined) {
   const set: Record<string, string | number> = {};
   const setOnce: Record<string, string | number> = {};
   const unset = new Set(explicit?.unset);
-  for (const [key, value] of Object.entries(location.properties)) {
+  for (const [key, value] of Object.entries(location)) {
     if (explicit?.set?.[key] === undefined && !unset.has(key)) set[key] = value;
     if (explicit?.setOnce?.[initialKey(key)] === undefined) setOnce[initialKey(key)] = value;
   }

@@ -1,6 +1,6 @@
-import type { CapturedEvent, EventLocation, Properties, TopLevelSets } from "../contract";
+import type { CapturedEvent, Properties, TopLevelSets } from "../contract";
 import { distinctIdFrom, isObject } from "../contract";
-import { type AutomaticUpdates, automaticUpdatesOf } from "./automatic";
+import { type AutomaticUpdates, automaticUpdatesOf, type PersonLocation, personLocationOf } from "./automatic";
 
 /**
  * Values SDKs send when they have no real ID. Linking on one would merge unrelated people, so an `$identify` or
@@ -56,8 +56,8 @@ export interface PersonIntent {
   readonly personless: boolean;
   /** What its properties say of its person PostHog's way (`PERSON_AUTO_PROPERTIES`), applied as `factsOf` says. */
   readonly automatic: AutomaticUpdates | undefined;
-  /** Where GeoIP placed it, for its person (`PERSON_AUTO_PROPERTIES`), applied with `automatic`. */
-  readonly location: EventLocation | undefined;
+  /** Where it came from (its own `$geoip_*`, and GeoIP's), for its person, applied with `automatic`. */
+  readonly location: PersonLocation | undefined;
 }
 
 /** What an event asks of its person; with `automatic`, PostHog's automatic person properties too. */
@@ -70,7 +70,7 @@ export function personIntentOf(event: CapturedEvent, automatic = false): PersonI
     identifies: event.event === "$identify",
     personless,
     automatic: automatic && !personless ? automaticUpdatesOf(event.properties) : undefined,
-    location: automatic && !personless ? event.location : undefined,
+    location: automatic && !personless ? personLocationOf(event.properties, event.location?.properties) : undefined,
   };
 }
 

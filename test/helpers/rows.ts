@@ -1,4 +1,4 @@
-import { AUTOMATIC_KEYS } from "../../src/identity/automatic";
+import { AUTOMATIC_KEYS, initialKey, LOCATION_KEYS } from "../../src/identity/automatic";
 import type { ClickHouse } from "../../src/storage/clickhouse";
 import { literal } from "../../src/storage/sql";
 import type { EventRow } from "../../src/write/rows";
@@ -85,8 +85,8 @@ export async function createTableQuery(db: ClickHouse, table: string): Promise<s
   return row?.query ?? "";
 }
 
-/** A person's properties without PostHog's automatic ones (`$browser`, `utm_source`, their `$initial_*`). */
+/** A person's properties without PostHog's automatic ones (`$browser`, `utm_source`, `$geoip_*`, their `$initial_*`). */
 export function withoutAutomatic(properties: Record<string, unknown>): Record<string, unknown> {
-  const automatic = new Set(AUTOMATIC_KEYS.flatMap((key) => [key, `$initial_${key.replace("$", "")}`]));
+  const automatic = new Set([...AUTOMATIC_KEYS, ...LOCATION_KEYS].flatMap((key) => [key, initialKey(key)]));
   return Object.fromEntries(Object.entries(properties).filter(([key]) => !automatic.has(key)));
 }

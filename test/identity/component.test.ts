@@ -190,6 +190,19 @@ describe("the location, one fact a located event", () => {
     expect(personOf(later)).toMatchObject({ $geoip_country_code: "XX", $geoip_continent_code: "NA" });
   });
 
+  test("the event's own $geoip_* properties are its location too, over GeoIP's, in the same one fact", () => {
+    const facts = factsOfIntents([placed(0, US, { $geoip_city_name: "Boston", $geoip_country_code: "CA", x: 1 })]);
+    expect(facts.map((fact) => fact.kind)).toEqual(["born", "location"]);
+    expect(personOf(facts)).toEqual({
+      $geoip_city_name: "Boston",
+      $geoip_country_code: "CA",
+      $geoip_continent_code: "NA",
+      $initial_geoip_city_name: "Boston",
+      $initial_geoip_country_code: "CA",
+      $initial_geoip_continent_code: "NA",
+    });
+  });
+
   test("the event's own $set, $unset and $set_once of a location key win over its location", () => {
     const facts = factsOfIntents([
       placed(0, US, {

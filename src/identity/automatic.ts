@@ -85,12 +85,9 @@ export function personLocationOf(
   properties: Properties,
   located: PersonLocation | undefined,
 ): PersonLocation | undefined {
-  let own: Record<string, string | number> | undefined;
-  for (const key of LOCATION_KEYS) {
-    const value = properties[key];
-    if (typeof value === "string" || typeof value === "number") (own ??= {})[key] = value;
-  }
-  return own === undefined ? located : { ...located, ...own };
+  const own = LOCATION_KEYS.filter((key) => typeof properties[key] === "string" || typeof properties[key] === "number");
+  if (own.length === 0) return located;
+  return { ...located, ...Object.fromEntries(own.map((key) => [key, properties[key] as string | number])) };
 }
 
 export const AUTOMATIC_KEYS: readonly string[] = [...APP, ...PAGE_AND_DEVICE, ...CAMPAIGN];

@@ -134,7 +134,10 @@ describe("events from public addresses", () => {
   };
 
   test("get the location beside their properties, in them in events_resolved, $set on the person and $initial_geoip_* once", async () => {
-    const batch = [{ event: "located", distinct_id: "geo-1", properties: { plan: "pro" } }];
+    const batch = [
+      { event: "located", distinct_id: "geo-1", properties: { plan: "pro" } },
+      { event: "bare", distinct_id: "geo-1" },
+    ];
     const sent = await send(service, { api_key: KEY, batch }, { headers: { "x-forwarded-for": "8.8.8.8" } });
     expect(sent.status).toBe(200);
     expect(await storedOf("located")).toEqual({
@@ -142,6 +145,7 @@ describe("events from public addresses", () => {
       geoip: US,
       resolved: { plan: "pro", ...US },
     });
+    expect(await storedOf("bare")).toEqual({ properties: {}, geoip: US, resolved: US });
     expect((await personOf(service.db, "geo-1"))?.properties).toEqual({
       ...US,
       $initial_geoip_country_code: "US",

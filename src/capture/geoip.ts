@@ -3,7 +3,7 @@ import { continents, countries } from "countries-list";
 import ipaddr from "ipaddr.js";
 import { type CityResponse, Reader } from "maxmind";
 import { type Config, ConfigError } from "../config";
-import type { EventLocation, Properties } from "../contract";
+import type { EventLocation, GeoProperty, Properties } from "../contract";
 
 /**
  * Where an address is, with PostHog's property names. A GeoIP2 or GeoLite2 City database (`GEOIP_DATABASE`) says
@@ -11,22 +11,6 @@ import type { EventLocation, Properties } from "../contract";
  * and databases of its flat layout, the country, with its name and continent from `countries-list`.
  */
 export type Location = Readonly<Partial<Record<GeoProperty, string | number>>>;
-
-export type GeoProperty =
-  | "$geoip_city_name"
-  | "$geoip_country_name"
-  | "$geoip_country_code"
-  | "$geoip_continent_name"
-  | "$geoip_continent_code"
-  | "$geoip_postal_code"
-  | "$geoip_latitude"
-  | "$geoip_longitude"
-  | "$geoip_accuracy_radius"
-  | "$geoip_time_zone"
-  | "$geoip_subdivision_1_code"
-  | "$geoip_subdivision_1_name"
-  | "$geoip_subdivision_2_code"
-  | "$geoip_subdivision_2_name";
 
 /** A record as GeoIP2 City databases hold it, or as `@ip-location-db`'s flat ones do (the second group). */
 interface GeoRecord {

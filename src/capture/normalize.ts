@@ -41,9 +41,9 @@ const AS_SENT: BatchContext = {
  * was received (or `offset` before); one without a usable `uuid` gets a time-ordered (v7) one.
  */
 export function normalize(event: AcceptedEvent, receivedAt: Timestamp, context: BatchContext = AS_SENT): CapturedEvent {
-  const linking = event.event === "$identify" || event.event === "$create_alias";
-  const ip = context.captureIp ? column(event.properties.$ip, LIMITS.ip) || (context.ip ?? "") : "";
   const { properties } = event;
+  const linking = event.event === "$identify" || event.event === "$create_alias";
+  const ip = context.captureIp ? column(properties.$ip, LIMITS.ip) || (context.ip ?? "") : "";
   return {
     uuid: event.uuid ?? Bun.randomUUIDv7(),
     event: event.event,

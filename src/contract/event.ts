@@ -51,6 +51,26 @@ export interface CapturedEvent {
   readonly personless: boolean;
 }
 
+/** PostHog's names for where a client's address is: the properties its GeoIP adds. */
+export const GEO_PROPERTIES = [
+  "$geoip_city_name",
+  "$geoip_country_name",
+  "$geoip_country_code",
+  "$geoip_continent_name",
+  "$geoip_continent_code",
+  "$geoip_postal_code",
+  "$geoip_latitude",
+  "$geoip_longitude",
+  "$geoip_accuracy_radius",
+  "$geoip_time_zone",
+  "$geoip_subdivision_1_code",
+  "$geoip_subdivision_1_name",
+  "$geoip_subdivision_2_code",
+  "$geoip_subdivision_2_name",
+] as const;
+
+export type GeoProperty = (typeof GEO_PROPERTIES)[number];
+
 /** A location: PostHog's `$geoip_*` properties (strings, or numbers for coordinates), and the same as JSON. */
 export interface EventLocation {
   readonly properties: Readonly<Record<string, string | number>>;

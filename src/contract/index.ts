@@ -6,6 +6,8 @@ export {
   distinctIdFrom,
   type EventLocation,
   type EventSink,
+  GEO_PROPERTIES,
+  type GeoProperty,
   identifierFrom,
   LIMITS,
   NIL_UUID,

@@ -1,4 +1,4 @@
-import type { Properties } from "../contract";
+import { type EventLocation, GEO_PROPERTIES, type Properties } from "../contract";
 
 /**
  * Person properties PostHog's ingestion sets from what SDKs put on events (its `eventToPersonProperties`): each
@@ -53,39 +53,21 @@ const CAMPAIGN = [
   "sccid",
 ] as const;
 
-/**
- * Where the event came from (PostHog's GeoIP names): the event's own, over what GeoIP found. It moves with the
- * user, so it churns like a page; it goes on the person as one `location` fact (facts.ts), not a fact a key.
- */
-export const LOCATION_KEYS: readonly string[] = [
-  "$geoip_city_name",
-  "$geoip_country_name",
-  "$geoip_country_code",
-  "$geoip_continent_name",
-  "$geoip_continent_code",
-  "$geoip_postal_code",
-  "$geoip_latitude",
-  "$geoip_longitude",
-  "$geoip_accuracy_radius",
-  "$geoip_time_zone",
-  "$geoip_subdivision_1_code",
-  "$geoip_subdivision_1_name",
-  "$geoip_subdivision_2_code",
-  "$geoip_subdivision_2_name",
-];
-
-/** A location by PostHog's names: strings, and numbers for coordinates. */
-export type PersonLocation = Readonly<Record<string, string | number>>;
+/** A location by PostHog's names (`GEO_PROPERTIES`): strings, and numbers for coordinates. */
+export type PersonLocation = EventLocation["properties"];
 
 /**
  * The location an event gives its person: its own `$geoip_*` strings and numbers, and the keys GeoIP found that
- * it lacks (`located`); undefined if neither says anything.
+ * it lacks (`located`); undefined if neither says anything. Where the event came from moves with the user, so it
+ * churns like a page; it goes on the person as one `location` fact (facts.ts), not a fact a key.
  */
 export function personLocationOf(
   properties: Properties,
   located: PersonLocation | undefined,
 ): PersonLocation | undefined {
-  const own = LOCATION_KEYS.filter((key) => typeof properties[key] === "string" || typeof properties[key] === "number");
+  const own = GEO_PROPERTIES.filter(
+    (key) => typeof properties[key] === "string" || typeof properties[key] === "number",
+  );
   if (own.length === 0) return located;
   return { ...located, ...Object.fromEntries(own.map((key) => [key, properties[key] as string | number])) };
 }
@@ -93,9 +75,8 @@ export function personLocationOf(
 export const AUTOMATIC_KEYS: readonly string[] = [...APP, ...PAGE_AND_DEVICE, ...CAMPAIGN];
 
 /**
- * Keys that never make a person write on their own: they go in with an event that changes something else. PostHog
- * lets a new country or city name make a write; this service decides without reading the person, so every
- * location key waits for a change that writes anyway (docs/identity.md#automatic-person-properties).
+ * Keys that never make a person write on their own: they go in with an event that changes something else, as the
+ * location does (docs/identity.md#automatic-person-properties).
  */
 const CHURNING = new Set<string>(PAGE_AND_DEVICE);
 

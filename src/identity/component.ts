@@ -42,9 +42,14 @@ interface KeyState {
 }
 
 /** The `location` facts folded: the latest `$set` of `$geoip_*` keys and the earliest `$set_once`, as objects. */
-interface LocationState {
-  write: LastWrite;
-  firstOnce: FirstOnce;
+type LocationState = Pick<KeyState, "write" | "firstOnce">;
+
+/** Of two states of one key (or of the location), the latest write and the earliest `$set_once`. */
+function latestWriteEarliestOnce(a: LocationState, b: LocationState): LocationState {
+  return {
+    write: compareTuples(b.write, a.write) > 0 ? b.write : a.write,
+    firstOnce: compareTuples(b.firstOnce, a.firstOnce) < 0 ? b.firstOnce : a.firstOnce,
+  };
 }
 
 /** Whether a `$set_once` (`once`) came after `when`. */
@@ -114,7 +119,7 @@ export class Component {
         this.#propertyWrites += fact.writes;
         return;
       case "location":
-        this.#foldLocation(fact);
+        this.#foldLocation({ write: fact.last_write, firstOnce: fact.first_once });
         this.#propertyWrites += fact.writes;
         return;
       case "once": {
@@ -137,21 +142,14 @@ export class Component {
       return;
     }
     const onces = this.#foldOnces(state, update);
-    if (compareTuples(update.write, state.write) > 0) state.write = update.write;
-    if (compareTuples(update.firstOnce, state.firstOnce) < 0) state.firstOnce = update.firstOnce;
+    Object.assign(state, latestWriteEarliestOnce(state, update));
     if (compareTuples(update.lastOnce, state.lastOnce) > 0) state.lastOnce = update.lastOnce;
     state.floor = onces.floor;
     state.after = onces.after;
   }
 
-  #foldLocation(update: { readonly last_write: LastWrite; readonly first_once: FirstOnce }): void {
-    const state = this.#location;
-    if (state === undefined) {
-      this.#location = { write: update.last_write, firstOnce: update.first_once };
-      return;
-    }
-    if (compareTuples(update.last_write, state.write) > 0) state.write = update.last_write;
-    if (compareTuples(update.first_once, state.firstOnce) < 0) state.firstOnce = update.first_once;
+  #foldLocation(update: LocationState): void {
+    this.#location = this.#location === undefined ? update : latestWriteEarliestOnce(this.#location, update);
   }
 
   /** Each key the location sets or sets once, as a key's own facts would say it. */
@@ -242,9 +240,7 @@ export class Component {
       this.#identified = identified;
     }
     for (const [key, state] of other.#properties) this.#foldProperty(key, state);
-    if (other.#location !== undefined) {
-      this.#foldLocation({ last_write: other.#location.write, first_once: other.#location.firstOnce });
-    }
+    if (other.#location !== undefined) this.#foldLocation(other.#location);
     this.#identityWrites += other.#identityWrites;
     this.#linkWrites += other.#linkWrites;
     this.#propertyWrites += other.#propertyWrites;
@@ -321,21 +317,17 @@ export class Component {
     for (const key of [...new Set([...this.#properties.keys(), ...located.keys()])].sort()) {
       const own = this.#properties.get(key);
       const fromLocation = located.get(key);
-      const state = fromLocation === undefined ? own! : own === undefined ? fromLocation : latest(own, fromLocation);
+      const state =
+        fromLocation === undefined
+          ? own!
+          : own === undefined
+            ? fromLocation
+            : { ...own, ...latestWriteEarliestOnce(own, fromLocation) };
       const value = keyValue(key, state);
       if (value !== undefined) entries.push(`${JSON.stringify(key)}:${value}`);
     }
     return `{${entries.join(",")}}`;
   }
-}
-
-/** A key's own state with the location's write and first `$set_once` where they win. */
-function latest(own: KeyState, fromLocation: KeyState): KeyState {
-  return {
-    ...own,
-    write: compareTuples(fromLocation.write, own.write) > 0 ? fromLocation.write : own.write,
-    firstOnce: compareTuples(fromLocation.firstOnce, own.firstOnce) < 0 ? fromLocation.firstOnce : own.firstOnce,
-  };
 }
 
 /**

@@ -1,4 +1,5 @@
-import { AUTOMATIC_KEYS, initialKey, LOCATION_KEYS } from "../../src/identity/automatic";
+import { GEO_PROPERTIES } from "../../src/contract";
+import { AUTOMATIC_KEYS, initialKey } from "../../src/identity/automatic";
 import type { ClickHouse } from "../../src/storage/clickhouse";
 import { literal } from "../../src/storage/sql";
 import type { EventRow } from "../../src/write/rows";
@@ -87,6 +88,6 @@ export async function createTableQuery(db: ClickHouse, table: string): Promise<s
 
 /** A person's properties without PostHog's automatic ones (`$browser`, `utm_source`, `$geoip_*`, their `$initial_*`). */
 export function withoutAutomatic(properties: Record<string, unknown>): Record<string, unknown> {
-  const automatic = new Set([...AUTOMATIC_KEYS, ...LOCATION_KEYS].flatMap((key) => [key, initialKey(key)]));
+  const automatic = new Set([...AUTOMATIC_KEYS, ...GEO_PROPERTIES].flatMap((key) => [key, initialKey(key)]));
   return Object.fromEntries(Object.entries(properties).filter(([key]) => !automatic.has(key)));
 }

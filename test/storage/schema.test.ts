@@ -161,16 +161,30 @@ describe("sessions", () => {
 });
 
 describe("an existing database that drifted from the schema", () => {
-  async function freshDatabase(): Promise<{ config: ReturnType<typeof loadConfig>; db: ClickHouse }> {
+  type Warned = ReturnType<typeof spyOn<Console, "warn">>;
+
+  /**
+   * Runs `check` on a database the service made and closed, with `console.warn` caught (the schema check's
+   * repairs are logged there), and drops the database after, whatever happened.
+   */
+  async function onFreshDatabase(
+    check: (config: ReturnType<typeof loadConfig>, db: ClickHouse, warned: Warned) => Promise<void>,
+  ): Promise<void> {
     const config = loadConfig({ ...clickhouseEnv(), CLICKHOUSE_DATABASE: uniqueDatabase() });
     await (await Storage.open(storageOptions(config))).close();
-    return { config, db: await openDb(config.clickhouse.database) };
+    const db = await openDb(config.clickhouse.database);
+    const warned = spyOn(console, "warn").mockImplementation(() => {});
+    try {
+      await check(config, db, warned);
+    } finally {
+      warned.mockRestore();
+      await db.command(`DROP DATABASE \`${config.clickhouse.database}\``);
+      await db.close();
+    }
   }
 
   test("a missing column is added back at startup, and its values are stored again", async () => {
-    const { config, db } = await freshDatabase();
-    const warned = spyOn(console, "warn").mockImplementation(() => {});
-    try {
+    await onFreshDatabase(async (config, db, warned) => {
       await db.command(`ALTER TABLE ${db.table("events")} DROP COLUMN host`);
       const storage = await Storage.open(storageOptions(config));
       expect(String(warned.mock.calls[0]?.[0])).toContain("events`.host is missing");
@@ -179,17 +193,11 @@ describe("an existing database that drifted from the schema", () => {
       );
       await storage.close();
       expect(await db.rows(`SELECT host FROM ${db.table("events")}`)).toEqual([{ host: "h.example" }]);
-    } finally {
-      warned.mockRestore();
-      await db.command(`DROP DATABASE \`${config.clickhouse.database}\``);
-      await db.close();
-    }
+    });
   });
 
   test("a view made before a column existed is made again with it, after the column is added", async () => {
-    const { config, db } = await freshDatabase();
-    const warned = spyOn(console, "warn").mockImplementation(() => {});
-    try {
+    await onFreshDatabase(async (config, db, warned) => {
       await db.command(`DROP VIEW ${db.table("events_resolved")}`);
       await db.command(`ALTER TABLE ${db.table("events")} DROP COLUMN ip`);
       await db.command(`CREATE VIEW ${db.table("events_resolved")} AS SELECT uuid, event FROM ${db.table("events")}`);
@@ -203,17 +211,11 @@ describe("an existing database that drifted from the schema", () => {
       ]);
       const said = warned.mock.calls.map((call) => String(call[0]));
       expect(said.some((line) => line.includes("events_resolved`.distinct_id is missing"))).toBe(true);
-    } finally {
-      warned.mockRestore();
-      await db.command(`DROP DATABASE \`${config.clickhouse.database}\``);
-      await db.close();
-    }
+    });
   });
 
   test("a database from before events.geoip gets the column, and events_resolved its location in properties", async () => {
-    const { config, db } = await freshDatabase();
-    const warned = spyOn(console, "warn").mockImplementation(() => {});
-    try {
+    await onFreshDatabase(async (config, db, warned) => {
       await db.command(`DROP VIEW ${db.table("events_resolved")}`);
       await db.command(`ALTER TABLE ${db.table("events")} DROP COLUMN geoip`);
       // as the view was: properties as stored
@@ -231,17 +233,11 @@ describe("an existing database that drifted from the schema", () => {
       ]);
       const said = warned.mock.calls.map((call) => String(call[0]));
       expect(said.some((line) => line.includes("events`.geoip is missing"))).toBe(true);
-    } finally {
-      warned.mockRestore();
-      await db.command(`DROP DATABASE \`${config.clickhouse.database}\``);
-      await db.close();
-    }
+    });
   });
 
   test("an enum from before a kind of fact existed is widened at startup, and its rows read as they were", async () => {
-    const { config, db } = await freshDatabase();
-    const warned = spyOn(console, "warn").mockImplementation(() => {});
-    try {
+    await onFreshDatabase(async (config, db, warned) => {
       const facts = db.table("identity_facts");
       // a key column cannot be narrowed: the table is made again as 0.2.0 made it
       const [{ statement }] = (await db.rows<{ statement: string }>(`SHOW CREATE TABLE ${facts}`)) as [
@@ -271,26 +267,18 @@ describe("an existing database that drifted from the schema", () => {
         { kind: "property", rows: "3" },
         { kind: "once", rows: "1" },
       ]);
-    } finally {
-      warned.mockRestore();
-      await db.command(`DROP DATABASE \`${config.clickhouse.database}\``);
-      await db.close();
-    }
+    });
   });
 
   test("a column of another type stops startup with one sentence naming the table", async () => {
-    const { config, db } = await freshDatabase();
-    try {
+    await onFreshDatabase(async (config, db) => {
       await db.command(`ALTER TABLE ${db.table("persons")} MODIFY COLUMN is_deleted UInt16`);
       const opened = Storage.open(storageOptions(config));
       await expect(opened).rejects.toBeInstanceOf(SchemaError);
       await expect(opened).rejects.toThrow(
         `Table \`${config.clickhouse.database}\`.\`persons\` has column is_deleted of type UInt16, but this service writes UInt8`,
       );
-    } finally {
-      await db.command(`DROP DATABASE \`${config.clickhouse.database}\``);
-      await db.close();
-    }
+    });
   });
 });
 

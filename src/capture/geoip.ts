@@ -106,10 +106,17 @@ export class GeoIp {
  * GeoIP leaves them, and the stored location never repeats a key of `properties` (`events_resolved` joins the two).
  */
 export function locationBeside(properties: Properties, location: EventLocation): EventLocation | undefined {
-  const own = Object.keys(location.properties).filter((key) => Object.hasOwn(properties, key));
-  if (own.length === 0) return location;
-  const rest = Object.fromEntries(Object.entries(location.properties).filter(([key]) => !own.includes(key)));
+  // every event is asked, and almost none says a location itself: that answer allocates nothing
+  if (!hasAnyKey(properties, location.properties)) return location;
+  const rest = Object.fromEntries(
+    Object.entries(location.properties).filter(([key]) => !Object.hasOwn(properties, key)),
+  );
   return Object.keys(rest).length === 0 ? undefined : { properties: rest, json: JSON.stringify(rest) };
+}
+
+function hasAnyKey(properties: Properties, keys: object): boolean {
+  for (const key in keys) if (Object.hasOwn(properties, key)) return true;
+  return false;
 }
 
 /** The database the settings name (`GEOIP`, `GEOIP_DATABASE`), or none; one that cannot be read is a `ConfigError`. */

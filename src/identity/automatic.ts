@@ -65,11 +65,14 @@ export function personLocationOf(
   properties: Properties,
   located: PersonLocation | undefined,
 ): PersonLocation | undefined {
-  const own = GEO_PROPERTIES.filter(
-    (key) => typeof properties[key] === "string" || typeof properties[key] === "number",
-  );
-  if (own.length === 0) return located;
-  return { ...located, ...Object.fromEntries(own.map((key) => [key, properties[key] as string | number])) };
+  let own: Record<string, string | number> | undefined;
+  for (const key of GEO_PROPERTIES) {
+    const value = properties[key];
+    if (typeof value !== "string" && typeof value !== "number") continue;
+    own ??= {};
+    own[key] = value;
+  }
+  return own === undefined ? located : { ...located, ...own };
 }
 
 export const AUTOMATIC_KEYS: readonly string[] = [...APP, ...PAGE_AND_DEVICE, ...CAMPAIGN];

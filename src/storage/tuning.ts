@@ -1,29 +1,39 @@
 import type { Fsync } from "../config";
 import { lowerMergePriority } from "../engine";
 import type { ClickHouse } from "./clickhouse";
+import { TABLES } from "./schema";
 
 /**
  * The embedded engine's policy for the parts of each table, and for its merge threads. Only the embedded engine
  * is tuned: it is the service's own, while a server's policy is its operator's. Applied at every start, to
  * tables made before too (docs/architecture.md#the-embedded-engine).
  *
- * - Every table removes its outdated parts one at a time. Past 100 at once (`concurrent_part_removal_threshold`),
+ * - Every table is synced as `FSYNC` says, and removes its outdated parts one at a time. Past 100 at once (`concurrent_part_removal_threshold`),
  *   the engine removes them on up to 128 threads, each renaming and deleting part directories in the same table
  *   directory, and an insert's own lookups and rename there waited for that directory's lock.
  * - `events` and `sessions`, which take a part with every flush, merge at most 4 parts at a time instead of up
  *   to 100: a merge holds read and write buffers for every column of every part it merges, so this lowers the
  *   peak memory under load at the same rate.
+ * - `persons`, `person_distinct_ids` and `identity_facts`, which also take a part with every flush but stay small,
+ *   wait for more parts before a merge rewrites their largest (`merge_selector_base` 20, default 5). The engine
+ *   counts every part as at least 5 MiB when it chooses merges, so a table smaller than that looks like parts of
+ *   equal size, and with the default it was rewritten whole every one or two flushes (`persons` at merge level
+ *   150–190 after 300 flushes); merges took a third of the service's CPU (docs/architecture.md#the-embedded-engine).
  * - What is fsynced (`FSYNC`, `FSYNC_SETTINGS`).
  */
 export function embeddedTableSettings(fsync: Fsync): Readonly<Record<string, Readonly<Record<string, number>>>> {
   const common = { concurrent_part_removal_threshold: 1_000_000_000, ...FSYNC_SETTINGS[fsync] };
-  return {
-    events: { ...common, max_parts_to_merge_at_once: 4 },
-    sessions: { ...common, max_parts_to_merge_at_once: 4 },
-    persons: common,
-    person_distinct_ids: common,
+  const own: Readonly<Record<string, Readonly<Record<string, number>>>> = {
+    events: { max_parts_to_merge_at_once: 4 },
+    sessions: { max_parts_to_merge_at_once: 4 },
+    persons: FEWER_REWRITES,
+    person_distinct_ids: FEWER_REWRITES,
+    identity_facts: FEWER_REWRITES,
   };
+  return Object.fromEntries(TABLES.map(({ name }) => [name, { ...common, ...own[name] }]));
 }
+
+const FEWER_REWRITES = { merge_selector_base: 20 } as const;
 
 /**
  * chDB deletes the parts a merge replaced at once (`old_parts_lifetime` 0), where a server keeps them 8 minutes

@@ -1,12 +1,13 @@
 import { describe, expect, test } from "bun:test";
 import { type Fsync, loadConfig } from "../../src/config";
 import { ClickHouse } from "../../src/storage/clickhouse";
-import { createSchema } from "../../src/storage/schema";
+import { createSchema, TABLES } from "../../src/storage/schema";
 import { embeddedTableSettings, tuneEmbeddedEngine } from "../../src/storage/tuning";
 import { createTableQuery } from "../helpers/rows";
 import { clickhouseEnv, openDb, openStorage, uniqueDatabase } from "../helpers/service";
 
 const embedded = !process.env.CLICKHOUSE_URL;
+const FSYNC_MERGES = { min_compressed_bytes_to_fsync_after_merge: 1 };
 
 describe("table settings", () => {
   test("the storage tunes every embedded table when it opens, also tables made before; a server keeps its own", async () => {
@@ -28,11 +29,15 @@ describe("table settings", () => {
       await db.command(`ALTER TABLE ${db.table("events")} RESET SETTING ${names.join(", ")}`); // as made before
       expect(Object.values(await settingsOf("events"))).toEqual(names.map(() => undefined));
       await (await openStorage(config)).close();
-      for (const table of ["events", "sessions", "persons", "person_distinct_ids"]) {
+      // every table: what a power loss may take is the same for all of them (FSYNC)
+      expect(Object.keys(settings).sort()).toEqual(TABLES.map(({ name }) => name).sort());
+      for (const table of Object.keys(settings)) {
         expect(await settingsOf(table)).toEqual(expected(table));
+        expect(settings[table]).toMatchObject(FSYNC_MERGES);
       }
-      // persons and links keep the engine's merge width
-      for (const table of ["persons", "person_distinct_ids"]) {
+      // the tables that stay small wait for more parts before rewriting their largest, at the engine's width
+      for (const table of ["persons", "person_distinct_ids", "identity_facts"]) {
+        expect(settings[table]).toMatchObject({ merge_selector_base: 20 });
         expect(await createTableQuery(db, table)).not.toContain("max_parts_to_merge_at_once");
       }
     } finally {
@@ -110,6 +115,20 @@ describe("FSYNC", () => {
       expect(all.merge).toBeGreaterThan(0);
     },
   );
+
+  test.skipIf(!embedded)("the identity facts, the source of every person, are synced as the rest", async () => {
+    const db = await tunedAt(uniqueDatabase(), "all");
+    try {
+      const before = await syncs(db);
+      await db.command(`INSERT INTO ${db.table("identity_facts")} (distinct_id, kind, name) VALUES ('d', 'born', 'p')`);
+      const after = await syncs(db);
+      expect(after.files).toBeGreaterThan(before.files);
+      expect(after.directories).toBeGreaterThan(before.directories);
+    } finally {
+      await db.command(`DROP DATABASE IF EXISTS \`${db.database}\``);
+      await db.close();
+    }
+  });
 
   test.skipIf(!embedded)("a restart with another FSYNC level changes what existing tables sync", async () => {
     expect(await syncsOf("all", "none")).toEqual({ inserts: { files: 0, directories: 0 }, merge: 0 });

@@ -14,12 +14,11 @@ import { TABLES } from "./schema";
  * - `events` and `sessions`, which take a part with every flush, merge at most 4 parts at a time instead of up
  *   to 100: a merge holds read and write buffers for every column of every part it merges, so this lowers the
  *   peak memory under load at the same rate.
- * - `persons`, which also takes a part with every flush but stays small, waits for more parts before a merge
- *   rewrites its largest (`merge_selector_base` 20, default 5). The engine counts every part as at least 5 MiB
- *   when it chooses merges, so a table smaller than that looks like parts of equal size, and with the default it
- *   was rewritten whole every one or two flushes (merge level 150–190 after 300 flushes). Only `persons`: a flush
- *   never reads it, while more parts of `identity_facts` and `person_distinct_ids`, which it does read, may slow
- *   the reads of a large population (docs/architecture.md#the-embedded-engine).
+ * - `persons`, `person_distinct_ids` and `identity_facts`, which also take a part with every flush but stay small,
+ *   wait for more parts before a merge rewrites their largest (`merge_selector_base` 20, default 5). The engine
+ *   counts every part as at least 5 MiB when it chooses merges, so a table smaller than that looks like parts of
+ *   equal size, and with the default it was rewritten whole every one or two flushes (`persons` at merge level
+ *   150–190 after 300 flushes; docs/architecture.md#the-embedded-engine).
  * - What is fsynced (`FSYNC`, `FSYNC_SETTINGS`).
  */
 export function embeddedTableSettings(fsync: Fsync): Readonly<Record<string, Readonly<Record<string, number>>>> {
@@ -28,6 +27,8 @@ export function embeddedTableSettings(fsync: Fsync): Readonly<Record<string, Rea
     events: { max_parts_to_merge_at_once: 4 },
     sessions: { max_parts_to_merge_at_once: 4 },
     persons: FEWER_REWRITES,
+    person_distinct_ids: FEWER_REWRITES,
+    identity_facts: FEWER_REWRITES,
   };
   return Object.fromEntries(TABLES.map(({ name }) => [name, { ...common, ...own[name] }]));
 }

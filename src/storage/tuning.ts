@@ -8,9 +8,10 @@ import { TABLES } from "./schema";
  * is tuned: it is the service's own, while a server's policy is its operator's. Applied at every start, to
  * tables made before too (docs/architecture.md#the-embedded-engine).
  *
- * - Every table is synced as `FSYNC` says, and removes its outdated parts one at a time. Past 100 at once (`concurrent_part_removal_threshold`),
- *   the engine removes them on up to 128 threads, each renaming and deleting part directories in the same table
- *   directory, and an insert's own lookups and rename there waited for that directory's lock.
+ * - Every table is synced as `FSYNC` says (`FSYNC_SETTINGS`), and removes its outdated parts one at a time. Past
+ *   100 at once (`concurrent_part_removal_threshold`), the engine removes them on up to 128 threads, each renaming
+ *   and deleting part directories in the same table directory, and an insert's own lookups and rename there
+ *   waited for that directory's lock.
  * - `events` and `sessions`, which take a part with every flush, merge at most 4 parts at a time instead of up
  *   to 100: a merge holds read and write buffers for every column of every part it merges, so this lowers the
  *   peak memory under load at the same rate.
@@ -19,7 +20,6 @@ import { TABLES } from "./schema";
  *   counts every part as at least 5 MiB when it chooses merges, so a table smaller than that looks like parts of
  *   equal size, and with the default it was rewritten whole every one or two flushes (`persons` at merge level
  *   150–190 after 300 flushes; docs/architecture.md#the-embedded-engine).
- * - What is fsynced (`FSYNC`, `FSYNC_SETTINGS`).
  */
 export function embeddedTableSettings(fsync: Fsync): Readonly<Record<string, Readonly<Record<string, number>>>> {
   const common = { concurrent_part_removal_threshold: 1_000_000_000, ...FSYNC_SETTINGS[fsync] };

@@ -67,17 +67,27 @@ async function tunedAt(database: string, fsync: Fsync): Promise<ClickHouse> {
 }
 
 /**
- * The fsyncs two inserts into `person_distinct_ids` cost, and then a merge of the two parts they made, on a
- * database tuned at each of `levels` in turn (as by services restarted with another `FSYNC`).
+ * `work` on a fresh database tuned at each of `levels` in turn (as by services restarted with another `FSYNC`),
+ * dropped after.
  */
-async function syncsOf(
-  ...levels: [Fsync, ...Fsync[]]
-): Promise<{ inserts: { files: number; directories: number }; merge: number }> {
+async function onTunedDatabase<T>(levels: [Fsync, ...Fsync[]], work: (db: ClickHouse) => Promise<T>): Promise<T> {
   const database = uniqueDatabase();
   for (const fsync of levels.slice(0, -1)) await (await tunedAt(database, fsync)).close();
   const db = await tunedAt(database, levels.at(-1)!);
-  const table = db.table("person_distinct_ids");
   try {
+    return await work(db);
+  } finally {
+    await db.command(`DROP DATABASE IF EXISTS \`${db.database}\``);
+    await db.close();
+  }
+}
+
+/** The fsyncs two inserts into `person_distinct_ids` cost, and then a merge of the two parts they made. */
+function syncsOf(
+  ...levels: [Fsync, ...Fsync[]]
+): Promise<{ inserts: { files: number; directories: number }; merge: number }> {
+  return onTunedDatabase(levels, async (db) => {
+    const table = db.table("person_distinct_ids");
     await db.command(`SYSTEM STOP MERGES ${table}`);
     const before = await syncs(db);
     for (const version of [1, 2]) {
@@ -93,10 +103,7 @@ async function syncsOf(
       inserts: { files: inserted.files - before.files, directories: inserted.directories - before.directories },
       merge: merged.files - inserted.files,
     };
-  } finally {
-    await db.command(`DROP DATABASE IF EXISTS \`${db.database}\``);
-    await db.close();
-  }
+  });
 }
 
 describe("FSYNC", () => {
@@ -117,17 +124,13 @@ describe("FSYNC", () => {
   );
 
   test.skipIf(!embedded)("the identity facts, the source of every person, are synced as the rest", async () => {
-    const db = await tunedAt(uniqueDatabase(), "all");
-    try {
+    await onTunedDatabase(["all"], async (db) => {
       const before = await syncs(db);
       await db.command(`INSERT INTO ${db.table("identity_facts")} (distinct_id, kind, name) VALUES ('d', 'born', 'p')`);
       const after = await syncs(db);
       expect(after.files).toBeGreaterThan(before.files);
       expect(after.directories).toBeGreaterThan(before.directories);
-    } finally {
-      await db.command(`DROP DATABASE IF EXISTS \`${db.database}\``);
-      await db.close();
-    }
+    });
   });
 
   test.skipIf(!embedded)("a restart with another FSYNC level changes what existing tables sync", async () => {

@@ -83,6 +83,9 @@ export const AUTOMATIC_KEYS: readonly string[] = [...APP, ...PAGE_AND_DEVICE, ..
  */
 const CHURNING = new Set<string>(PAGE_AND_DEVICE);
 
+/** Whether a key is one of those that change on every page and never make a person write alone. */
+export const churns = (key: string): boolean => CHURNING.has(key);
+
 /** A key's first-touch name, `$initial_<key without $>`, set once. */
 export const initialKey = (key: string): string => `$initial_${key.replace("$", "")}`;
 

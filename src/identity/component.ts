@@ -215,6 +215,70 @@ export class Component {
     state.after = earliest ?? NO_FIRST_ONCE;
   }
 
+  /**
+   * Whether folding `fact` in could change anything any derivation reads, now or after any further facts: false
+   * when every aggregate it carries is already reached (a later time for an earliest, an earlier one for a
+   * latest). Facts only accumulate and components only grow, so a fact this holds dominated stays dominated.
+   * `once` facts are never dominated: which one follows an `$unset` depends on where a later `$unset` lands.
+   */
+  changedBy(fact: FactRow): boolean {
+    switch (fact.kind) {
+      case "property": {
+        const state = this.#properties.get(fact.name);
+        return (
+          state === undefined ||
+          compareTuples(fact.last_write, state.write) > 0 ||
+          compareTuples(fact.first_once, state.firstOnce) < 0 ||
+          compareTuples(fact.last_once, state.lastOnce) > 0
+        );
+      }
+      case "location": {
+        const state = this.#location;
+        return (
+          state === undefined ||
+          compareTuples(fact.last_write, state.write) > 0 ||
+          compareTuples(fact.first_once, state.firstOnce) < 0
+        );
+      }
+      case "identified": {
+        const first = this.#identified;
+        return first === undefined || before(fact.at, fact.distinct_id, first.at, first.distinctId);
+      }
+      case "born": {
+        const birth = this.births.get(fact.name);
+        return birth === undefined || before(fact.at, fact.distinct_id, birth.at, birth.distinctId);
+      }
+      case "joined":
+        return !this.members.has(fact.distinct_id) || !this.members.has(fact.name);
+      case "once":
+        return true;
+    }
+  }
+
+  /** Whether the latest write of `key` is a `$set` of `value` (JSON text): a repeat of it changes no value. */
+  holdsValue(key: string, value: string): boolean {
+    const write = this.#properties.get(key)?.write;
+    return write !== undefined && write[0] === 1 && write[3] === 0 && write[4] === value;
+  }
+
+  /** Whether `key` has a `$set_once` earlier than `at`: a later one changes no first touch. */
+  holdsOnceBefore(key: string, at: When): boolean {
+    const once = this.#properties.get(key)?.firstOnce;
+    return once !== undefined && once[0] === 0 && compareTuples([once[1], once[2]], at) < 0;
+  }
+
+  /**
+   * Whether a `location` fact repeats what is held: its `$set` (if any) the latest location's value, its
+   * `$set_once` (if any) later than the earliest.
+   */
+  holdsLocation(fact: FactRow): boolean {
+    const state = this.#location;
+    if (state === undefined) return false;
+    const [written, , , , set] = fact.last_write;
+    const repeats = written === 0 || (state.write[0] === 1 && state.write[4] === set);
+    return repeats && compareTuples(fact.first_once, state.firstOnce) >= 0;
+  }
+
   /** A copy that takes further facts without changing this one. */
   clone(): Component {
     const copy = new Component();

@@ -1,7 +1,4 @@
 import type { Timestamp } from "../contract";
-import { initialKey, type PersonLocation } from "./automatic";
-import { isPersonless, type Link, personIdFor } from "./person";
-import { type PersonIntent, type PersonUpdates, withAutomatic } from "./person-rules";
 
 /**
  * What events said about distinct IDs (docs/scale-out.md#facts), one row of `identity_facts` each. Facts are only
@@ -152,96 +149,6 @@ export function locationFact(distinctId: string, at: When, set: string, setOnce:
     last_once: NO_LAST_ONCE,
     writes: 1,
   };
-}
-
-/** The location fact of an event whose explicit updates are `explicit`, or undefined if they leave nothing of it. */
-function locationFactOf(distinctId: string, at: When, location: PersonLocation, explicit: PersonUpdates | undefined) {
-  const set: Record<string, string | number> = {};
-  const setOnce: Record<string, string | number> = {};
-  const unset = new Set(explicit?.unset);
-  for (const [key, value] of Object.entries(location)) {
-    if (explicit?.set?.[key] === undefined && !unset.has(key)) set[key] = value;
-    if (explicit?.setOnce?.[initialKey(key)] === undefined) setOnce[initialKey(key)] = value;
-  }
-  const text = (object: object) => (Object.keys(object).length === 0 ? "" : JSON.stringify(object));
-  if (Object.keys(set).length + Object.keys(setOnce).length === 0) return undefined;
-  return locationFact(distinctId, at, text(set), text(setOnce));
-}
-
-/**
- * The facts of a flush's events, in order. `linkOf` tells the link of each ID that had one before the flush (an
- * ID an earlier event of the flush linked counts as linked from then on); `arrival` stamps each event.
- *
- * An event whose distinct ID has no link creates its person (`born`), unless it joins the ID to one that has:
- * `$identify(user ← anon)` with neither known creates the user's person and joins anon to it; with one known,
- * joins the other to it. Two IDs already on one person need no `joined`: facts that join them exist already.
- * A personless event writes no fact; an ID on a personless link (`PERSONLESS`) is born to it by its first event
- * that is not, so that events stored with that person find the one it becomes part of.
- */
-export function factsOf(
-  intents: readonly PersonIntent[],
-  linkOf: (distinctId: string) => Link | undefined,
-  arrival: () => number,
-): FactRow[] {
-  const facts: FactRow[] = [];
-  const linkedHere = new Set<string>();
-  const personOf = (id: string) => {
-    const link = linkOf(id);
-    return link === undefined || isPersonless(link) ? undefined : link.personId;
-  };
-  const linked = (id: string) => linkedHere.has(id) || personOf(id) !== undefined;
-  const personless = (id: string) => {
-    const link = linkOf(id);
-    return !linkedHere.has(id) && link !== undefined && isPersonless(link);
-  };
-  for (const {
-    event,
-    linkedId,
-    updates: explicit,
-    identifies,
-    personless: noProfile,
-    automatic,
-    location,
-  } of intents) {
-    if (noProfile) continue;
-    const { distinctId } = event;
-    const before = facts.length;
-    const at: When = [event.timestamp, arrival()];
-    if ((!linked(distinctId) && (linkedId === undefined || !linked(linkedId))) || personless(distinctId)) {
-      facts.push(identityFact("born", distinctId, linkOf(distinctId)?.personId ?? personIdFor(distinctId), at));
-    }
-    if (linkedId !== undefined && personless(linkedId)) {
-      // stamped after the event's own ID: of two persons born by one `$identify`, the identified one survives
-      facts.push(identityFact("born", linkedId, linkOf(linkedId)!.personId, [at[0], arrival()]));
-    }
-    linkedHere.add(distinctId);
-    if (linkedId !== undefined) {
-      const person = personOf(distinctId);
-      if (person === undefined || person !== personOf(linkedId)) {
-        facts.push(identityFact("joined", distinctId, linkedId, at), identityFact("joined", linkedId, distinctId, at));
-      }
-      linkedHere.add(linkedId);
-    }
-    if (identifies) facts.push(identityFact("identified", distinctId, "", at));
-    // automatic properties go in with an event that changes its person anyway, or that carries one that does
-    const changes = facts.length > before || explicit !== undefined || automatic?.changes === true;
-    const updates = automatic !== undefined && changes ? withAutomatic(explicit, automatic) : explicit;
-    const located = location !== undefined && changes ? locationFactOf(distinctId, at, location, explicit) : undefined;
-    if (located !== undefined) facts.push(located);
-    if (updates === undefined) continue;
-    const writes = new Map<string, readonly [0 | 1, string]>();
-    for (const [key, value] of Object.entries(updates.set ?? {}))
-      writes.set(key.toWellFormed(), [0, JSON.stringify(value)]);
-    for (const key of updates.unset ?? []) writes.set(key.toWellFormed(), [1, ""]);
-    const onces = new Map<string, string>();
-    for (const [key, value] of Object.entries(updates.setOnce ?? {}))
-      onces.set(key.toWellFormed(), JSON.stringify(value));
-    for (const key of new Set([...writes.keys(), ...onces.keys()])) {
-      facts.push(propertyFact(distinctId, key, at, writes.get(key), onces.get(key)));
-    }
-    for (const [key, value] of onces) facts.push(onceFact(distinctId, key, at, value));
-  }
-  return facts;
 }
 
 /**

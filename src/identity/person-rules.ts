@@ -98,15 +98,6 @@ export function personUpdatesOf(properties: Properties, topLevelSets: TopLevelSe
   return (updates.set ?? updates.setOnce ?? updates.unset) ? updates : undefined;
 }
 
-/** `explicit` (what the event's `$set`, `$set_once` and `$unset` say) over `automatic`: the explicit wins a key. */
-export function withAutomatic(explicit: PersonUpdates | undefined, automatic: AutomaticUpdates): PersonUpdates {
-  return {
-    set: { ...automatic.set, ...explicit?.set },
-    setOnce: { ...automatic.setOnce, ...explicit?.setOnce },
-    unset: explicit?.unset,
-  };
-}
-
 /** The object inside `properties` with the event-level one over it (the event level wins a conflict). */
 function merged(inProperties: unknown, topLevel: Properties | undefined): Properties | undefined {
   const inside = isObject(inProperties) ? inProperties : undefined;

@@ -5,7 +5,8 @@ import { ArrivalClock } from "./arrival-clock";
 import { cachePerson, type LinkCache, linkCache, type PersonCache, personCache } from "./cache";
 import { Component, components } from "./component";
 import { componentRows } from "./derive";
-import { type FactRow, factsOf, stamped } from "./facts";
+import { type FactRow, stamped } from "./facts";
+import { factsOf } from "./flush-facts";
 import { fillOnceGaps, gatherFacts } from "./gather";
 import { legacyFacts } from "./legacy";
 import { isPersonless, type Link, PERSONLESS, personIdFor } from "./person";
@@ -163,10 +164,14 @@ export class IdentityResolver {
     const unread = this.#complete ? missing.filter((id) => this.#unsure.has(id)) : missing;
     if (unread.length > 0) for (const [id, link] of await loadLinks(this.db, unread)) known.set(id, link);
     this.observeCache("links", wanted.size - unread.length, unread.length);
+    // What the flush holds for certain of a person: a sole writer's cached one, or none for an ID that has no facts.
+    const held = (id: string) =>
+      this.#isCertainlyNew(id, known) || this.#hasNoFacts(known.get(id)) ? "none" : this.#persons?.peek(id);
     const facts = factsOf(
       intents,
       (id) => known.get(id),
       () => this.#arrivals.next(),
+      held,
     );
     return { facts, intents, known };
   }

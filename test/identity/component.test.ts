@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import type { CapturedEvent, Timestamp } from "../../src/contract/event";
 import { components } from "../../src/identity/component";
-import { compareTuples, factsOf } from "../../src/identity/facts";
+import { compareTuples } from "../../src/identity/facts";
+import { factsOf } from "../../src/identity/flush-facts";
 import { personIntentOf } from "../../src/identity/person-rules";
 import { settled } from "../helpers/onces";
 

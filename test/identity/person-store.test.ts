@@ -28,7 +28,7 @@ test("loadNeighbourhood finds a person's other IDs and all their facts in one re
     const at = (second: number) => `2026-01-01T00:00:0${second}Z`;
     const batches = [
       [{ event: "$pageview", distinct_id: "sp-a", timestamp: at(5), properties: { $set: { k: "late" } } }],
-      [{ event: "$pageview", distinct_id: "sp-a", timestamp: at(1), properties: { $set: { k: "early" } } }],
+      [{ event: "$pageview", distinct_id: "sp-a", timestamp: at(1), properties: { $set_once: { k: "early" } } }],
       [{ event: "$identify", distinct_id: "sp-a", timestamp: at(2), properties: { $anon_distinct_id: "sp-b" } }],
       [{ event: "$identify", distinct_id: "sp-c", timestamp: at(3), properties: { $anon_distinct_id: "sp-b" } }],
     ];
@@ -46,6 +46,12 @@ test("loadNeighbourhood finds a person's other IDs and all their facts in one re
     expect(byKind["property:k"]!.at[0] as string).toBe("2026-01-01 00:00:01.000000");
     expect(byKind["property:k"]!.last_write.slice(0, 2) as unknown[]).toEqual([1, "2026-01-01 00:00:05.000000"]);
     expect(byKind["property:k"]!.last_write[4]).toBe('"late"');
+    expect([...byKind["property:k"]!.first_once]).toEqual([
+      0,
+      "2026-01-01 00:00:01.000000",
+      expect.any(Number),
+      '"early"',
+    ]);
     expect(typeof byKind["property:k"]!.last_write[2]).toBe("number");
 
     // sp-c joined sp-b only; reading from sp-a finds it through the person they share

@@ -261,10 +261,15 @@ export class Component {
     return write !== undefined && write[0] === 1 && write[3] === 0 && write[4] === value;
   }
 
-  /** Whether `key` has a `$set_once` earlier than `at`: a later one changes no first touch. */
+  /**
+   * Whether `key` has a `$set_once` earlier than `at` and no `$unset` as its latest write: a later `$set_once`
+   * then changes no value (after an `$unset`, the first `$set_once` that follows it decides, so those count).
+   */
   holdsOnceBefore(key: string, at: When): boolean {
-    const once = this.#properties.get(key)?.firstOnce;
-    return once !== undefined && once[0] === 0 && compareTuples([once[1], once[2]], at) < 0;
+    const state = this.#properties.get(key);
+    if (state === undefined || (state.write[0] === 1 && state.write[3] === 1)) return false;
+    const once = state.firstOnce;
+    return once[0] === 0 && compareTuples([once[1], once[2]], at) < 0;
   }
 
   /**

@@ -80,7 +80,7 @@ export function factsOf(
     const person = held.of(distinctId);
     const changing = (fact: FactRow) => person === undefined || person.changedBy(fact);
     if (identifies) own.push(...[identityFact("identified", distinctId, "", at)].filter(changing));
-    own.push(...explicitFacts(distinctId, at, intent.updates).filter(changing));
+    own.push(...explicitFacts(distinctId, at, intent.updates, person).filter(changing));
     own.push(...automaticFacts(intent, at, person, own.length > 0));
     held.add(own);
     facts.push(...own);
@@ -88,16 +88,27 @@ export function factsOf(
   return coalesced(facts);
 }
 
-/** The facts of an event's own `$set`, `$set_once` and `$unset`: a `property` fact a key, a `once` a `$set_once`. */
-function explicitFacts(distinctId: string, at: When, updates: PersonUpdates | undefined): FactRow[] {
+/**
+ * The facts of an event's own `$set`, `$set_once` and `$unset`: a `property` fact a key, a `once` a `$set_once`,
+ * but for a `$set_once` of a key its person holds (`person`) from an earlier one: it changes no value (posthog-js
+ * sends the same first-touch keys with every page view of a signed-in user).
+ */
+function explicitFacts(
+  distinctId: string,
+  at: When,
+  updates: PersonUpdates | undefined,
+  person: Component | undefined,
+): FactRow[] {
   if (updates === undefined) return [];
   const writes = new Map<string, readonly [0 | 1, string]>();
   for (const [key, value] of Object.entries(updates.set ?? {}))
     writes.set(key.toWellFormed(), [0, JSON.stringify(value)]);
   for (const key of updates.unset ?? []) writes.set(key.toWellFormed(), [1, ""]);
   const onces = new Map<string, string>();
-  for (const [key, value] of Object.entries(updates.setOnce ?? {}))
-    onces.set(key.toWellFormed(), JSON.stringify(value));
+  for (const [key, value] of Object.entries(updates.setOnce ?? {})) {
+    const name = key.toWellFormed();
+    if (person?.holdsOnceBefore(name, at) !== true) onces.set(name, JSON.stringify(value));
+  }
   const facts: FactRow[] = [];
   for (const key of new Set([...writes.keys(), ...onces.keys()])) {
     facts.push(propertyFact(distinctId, key, at, writes.get(key), onces.get(key)));

@@ -2,4 +2,5 @@ export { stamped, type WrittenFact } from "./facts";
 export { deriveGroups, type GroupFactRow, type GroupRow, groupFactsOf } from "./groups";
 export { personIdFor } from "./person";
 export { factsWrittenBetween, fillOverrides, latestFactWrite, type SweepCursor } from "./person-store";
-export { type IdentityOptions, IdentityResolver, type Repair, type Resolution } from "./resolver";
+export type { IdentityOptions, Repair, Resolution } from "./resolution";
+export { IdentityResolver } from "./resolver";

@@ -20,31 +20,16 @@ import {
   personVersions,
   writtenAfter,
 } from "./person-store";
+import type { IdentityOptions, Prepared, Repair, Resolution } from "./resolution";
 import { type DistinctIdRow, linkRow, type OverrideRow, type PersonRow } from "./rows";
-
-export interface IdentityOptions {
-  /**
-   * Whether this resolver is the only writer of its database. Then its link cache holds exactly what is stored,
-   * never expires, and, once it holds every stored link, tells a new ID from a known one without a read.
-   * Otherwise links are cached for `cacheTtlMs`. A sole writer caches persons too, as their facts folded, since
-   * what it derived from the facts it read and wrote are all the facts there are.
-   */
-  readonly soleWriter: boolean;
-  /** With other writers: how long a cached link may be used for events that change nothing (the staleness bound). */
-  readonly cacheTtlMs: number;
-  /** Most links cached. */
-  readonly cacheCapacity: number;
-  /** Sole writer only: about how much memory cached persons (their facts, folded) may take. */
-  readonly personCacheBytes: number;
-  /** `PERSON_AUTO_PROPERTIES`: PostHog's automatic person properties (`automatic.ts`). */
-  readonly automaticProperties?: boolean;
-}
 
 /** Components of a flush's facts on the same cached persons, and whether those hold every other fact of theirs. */
 interface CachedGroup {
   readonly parts: Component[];
   readonly cached: Set<Component>;
   complete: boolean;
+  /** Whether the flush read any of it before its facts (`Prepared.read`). */
+  read: boolean;
 }
 
 /** The tables a derivation reads: written by every instance, on replicas that must have caught up first. */
@@ -58,34 +43,6 @@ const PRELOAD_PAGE = 10_000;
  * complete, so an outage with new visitors arriving cannot grow the set without bound.
  */
 const MAX_UNSURE = 10_000;
-
-/** A flush's identity, before its facts are written: the facts to write, and what it knew of its IDs' links. */
-export interface Prepared {
-  readonly facts: readonly FactRow[];
-  readonly intents: readonly PersonIntent[];
-  /** The link of every distinct ID the events name that had one, from the cache or read. */
-  readonly known: ReadonlyMap<string, Link>;
-}
-
-/** What a repair found to write: persons and links behind the facts they are derived from. */
-export interface Repair {
-  readonly persons: readonly PersonRow[];
-  readonly overrides: readonly OverrideRow[];
-  readonly distinctIds: readonly DistinctIdRow[];
-}
-
-/** What a flush resolved to, once its facts are written: each event's person and the rows to write. */
-export interface Resolution {
-  readonly personIds: readonly string[];
-  readonly persons: readonly PersonRow[];
-  /** Where the events of each person merged away now belong (`person_overrides`). */
-  readonly overrides: readonly OverrideRow[];
-  readonly distinctIds: readonly DistinctIdRow[];
-  /** Each distinct ID the flush resolved, with its link as written. */
-  readonly links: ReadonlyMap<string, Link>;
-  /** The persons derived, as their facts folded. */
-  readonly derived: readonly Component[];
-}
 
 /**
  * Resolves distinct IDs to persons (docs/identity.md). Facts go in first (`prepare`, then the caller writes
@@ -144,11 +101,7 @@ export class IdentityResolver {
   /** The facts of a flush's events: needs the links of the IDs they name, from the cache or ClickHouse. */
   async prepare(events: readonly CapturedEvent[]): Promise<Prepared> {
     const intents = events.map((event) => personIntentOf(event, this.options.automaticProperties));
-    const wanted = new Set<string>();
-    for (const { event, linkedId } of intents) {
-      wanted.add(event.distinctId);
-      if (linkedId !== undefined) wanted.add(linkedId);
-    }
+    const wanted = new Set(intents.flatMap(({ event, linkedId }) => [event.distinctId, linkedId ?? event.distinctId]));
     // A cached link is safe to take whoever else writes: a link only ever moves, it is never removed, so an ID
     // the cache holds has one. Which person it points at is settled by `resolve` for every ID whose event
     // changes anything; the others take it as the person of their event, up to the cache's TTL old.
@@ -164,16 +117,47 @@ export class IdentityResolver {
     const unread = this.#complete ? missing.filter((id) => this.#unsure.has(id)) : missing;
     if (unread.length > 0) for (const [id, link] of await loadLinks(this.db, unread)) known.set(id, link);
     this.observeCache("links", wanted.size - unread.length, unread.length);
-    // What the flush holds for certain of a person: a sole writer's cached one, or none for an ID that has no facts.
+    const read = await this.#holdPersons(intents, known);
+    // What the flush holds for certain of a person: a sole writer holds all (cached, read just now, or none for an
+    // ID that has no facts); beside other writers, nothing.
     const held = (id: string) =>
-      this.#isCertainlyNew(id, known) || this.#hasNoFacts(known.get(id)) ? "none" : this.#persons?.peek(id);
-    const facts = factsOf(
-      intents,
-      (id) => known.get(id),
-      () => this.#arrivals.next(),
-      held,
-    );
-    return { facts, intents, known };
+      this.#isCertainlyNew(id, known) || this.#hasNoFacts(known.get(id))
+        ? "none"
+        : (read.get(id) ?? this.#persons?.peek(id));
+    const arrival = () => this.#arrivals.next();
+    return { facts: factsOf(intents, (id) => known.get(id), arrival, held), intents, known, read };
+  }
+
+  /**
+   * Sole writer: reads the persons of the IDs the events name that it neither caches nor knows to have no facts,
+   * so that it holds every person its facts go to (`factsOf` writes only what changes one), and adds their stored
+   * links to `known`. The flush would read them after writing its facts anyway; `resolve` derives them from this
+   * read and the flush's facts. Not cached before the flush is written: their links may not be as derived (a
+   * failed write).
+   */
+  async #holdPersons(
+    intents: readonly PersonIntent[],
+    known: Map<string, Link>,
+  ): Promise<Map<string, Component | "none">> {
+    const held = new Map<string, Component | "none">();
+    const persons = this.#persons;
+    if (persons === undefined) return held;
+    const unheld = new Set<string>();
+    for (const { event, linkedId, personless } of intents) {
+      if (personless) continue;
+      for (const id of [event.distinctId, linkedId]) {
+        if (id === undefined || unheld.has(id) || persons.has(id)) continue;
+        if (!this.#isCertainlyNew(id, known) && !this.#hasNoFacts(known.get(id))) unheld.add(id);
+      }
+    }
+    if (unheld.size === 0) return held;
+    const current = new Map(known);
+    for (const id of unheld) held.set(id, "none");
+    for (const person of await this.#readComponents(unheld, current, [])) {
+      for (const id of person.members) held.set(id, person);
+    }
+    for (const [id, link] of current) known.set(id, link);
+    return held;
   }
 
   /**
@@ -181,13 +165,18 @@ export class IdentityResolver {
    * that differ from what is stored. A sole writer derives a person with no read when the cache holds its facts
    * (or its IDs are all new to a complete link cache): the flush's facts are then the only ones it lacks.
    */
-  async resolve({ facts, intents, known }: Prepared): Promise<Resolution> {
+  async resolve({ facts, intents, known, read }: Prepared): Promise<Resolution> {
     const current = new Map(known);
     const derived: Component[] = [];
-    /** Persons derived from cached facts: their links are stored as the cached person had them. */
+    /** Persons derived from cached facts (not read by this flush): their links are stored as the cached person had them. */
     const linkedBefore = new Map<Component, Component>();
+    let readBefore = 0;
     const toRead = new Set<string>();
-    for (const { parts, cached, complete } of this.#groupByCachedPerson(components(facts), known)) {
+    for (const { parts, cached, complete, read: wasRead } of this.#groupByCachedPerson(
+      components(facts),
+      known,
+      read,
+    )) {
       if (!complete) {
         for (const part of parts) for (const id of part.members) toRead.add(id);
         continue;
@@ -200,9 +189,11 @@ export class IdentityResolver {
         continue;
       }
       derived.push(whole);
-      if (cached.size === 1) linkedBefore.set(whole, [...cached][0]!);
+      const [only] = cached;
+      if (wasRead) readBefore++;
+      else if (cached.size === 1) linkedBefore.set(whole, only!);
     }
-    const fromCache = derived.length;
+    const fromCache = derived.length - readBefore;
     if (toRead.size > 0) derived.push(...(await this.#readComponents(toRead, current, facts)));
     if (derived.length > 0) this.observeCache("persons", fromCache, derived.length - fromCache);
 
@@ -250,15 +241,21 @@ export class IdentityResolver {
    * each group complete if every ID is cached or certainly new: a sole writer derives a complete group with no
    * read. A group of only new IDs has no cached person: its facts are all there are.
    */
-  #groupByCachedPerson(parts: readonly Component[], known: ReadonlyMap<string, Link>): Set<CachedGroup> {
+  #groupByCachedPerson(
+    parts: readonly Component[],
+    known: ReadonlyMap<string, Link>,
+    read: ReadonlyMap<string, Component | "none">,
+  ): Set<CachedGroup> {
     const groups = new Set<CachedGroup>();
     const groupOf = new Map<Component, CachedGroup>();
     for (const part of parts) {
-      const group: CachedGroup = { parts: [part], cached: new Set(), complete: true };
+      const group: CachedGroup = { parts: [part], cached: new Set(), complete: true, read: false };
       groups.add(group);
       for (const id of part.members) {
-        if (this.#isCertainlyNew(id, known) || this.#hasNoFacts(known.get(id))) continue;
-        const person = this.#persons?.get(id);
+        const wasRead = read.get(id);
+        if (wasRead !== undefined) group.read = true;
+        if (this.#isCertainlyNew(id, known) || this.#hasNoFacts(known.get(id)) || wasRead === "none") continue;
+        const person = wasRead ?? this.#persons?.get(id);
         if (person === undefined) {
           group.complete = false;
           continue;
@@ -267,6 +264,7 @@ export class IdentityResolver {
         if (other !== undefined && other !== group) {
           group.parts.push(...other.parts);
           group.complete &&= other.complete;
+          group.read ||= other.read;
           for (const joined of other.cached) {
             group.cached.add(joined);
             groupOf.set(joined, group);

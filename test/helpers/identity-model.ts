@@ -58,6 +58,13 @@ export function linkedIdOf(event: ModelEvent): string | undefined {
 }
 
 export class IdentityModel {
+  /**
+   * Whether the service holds every person it writes to (a sole writer): then a `$set_once` of a key its person
+   * already has from an earlier `$set_once`, and no `$unset` as its latest write, is not recorded
+   * (docs/scale-out.md#what-a-flush-does-not-write), so an `$unset` dated before it that arrives later leaves the
+   * key unset. Beside other writers every update is recorded.
+   */
+  readonly #holdsPersons: boolean;
   /** Each ID's neighbours in the graph of joins. */
   readonly #joins = new Map<string, Set<string>>();
   readonly #seen = new Set<string>();
@@ -70,6 +77,10 @@ export class IdentityModel {
   #personlessBefore = new Set<string>();
   /** uuid → the person the event belongs to, as of the end of the batch it came in. */
   readonly eventPersons = new Map<string, string>();
+
+  constructor({ holdsPersons = false } = {}) {
+    this.#holdsPersons = holdsPersons;
+  }
 
   /** Applies a batch the service wrote in one flush, in order, then settles its events' persons. */
   applyBatch(batch: readonly ModelEvent[]): void {
@@ -107,12 +118,25 @@ export class IdentityModel {
     const { $set, $set_once, $unset } = event.properties as Record<string, Record<string, unknown> | undefined>;
     const updates = this.#updates.get(user) ?? [];
     this.#updates.set(user, updates);
-    for (const [key, value] of Object.entries($set_once ?? {})) updates.push({ at, key, op: "set_once", value });
+    const person = this.component(user);
+    for (const [key, value] of Object.entries($set_once ?? {}))
+      if (!this.#holdsPersons || !this.#holdsOnce(person, key, at)) updates.push({ at, key, op: "set_once", value });
     for (const [key, value] of Object.entries($set ?? {}))
       if (!($unset as string[] | undefined)?.includes(key)) {
         updates.push({ at, key, op: "set", value });
       }
     for (const key of ($unset as string[] | undefined) ?? []) updates.push({ at, key, op: "unset" });
+  }
+
+  /** Whether the person of `ids` has a `$set_once` of `key` before `at`, and its latest write is no `$unset`. */
+  #holdsOnce(ids: Set<string>, key: string, at: string): boolean {
+    const updates = [...ids].flatMap((id) => this.#updates.get(id) ?? []).filter((update) => update.key === key);
+    const within = { set_once: 0, set: 1, unset: 2 } as const;
+    const writes = updates
+      .filter((update) => update.op !== "set_once")
+      .sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : within[a.op] - within[b.op]));
+    const onceBefore = updates.some((update) => update.op === "set_once" && update.at < at);
+    return onceBefore && writes.at(-1)?.op !== "unset";
   }
 
   /** Every ID joined to this one, itself included. */

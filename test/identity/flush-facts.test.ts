@@ -97,6 +97,16 @@ describe("what a flush does not write", () => {
     expect(flush([intent("u", 3, { $browser: "Chrome", $referrer: "https://other/" })], () => held)).toEqual([]);
   });
 
+  test("a $set_once of a key the person has from an earlier one is not written; after an $unset it is", () => {
+    const held = person(intent("u", 1, { $set_once: { plan: "free" } }));
+    expect(flush([intent("u", 2, { $set_once: { plan: "pro" } })], () => held)).toEqual([]);
+    held.absorb(components(flush([intent("u", 3, { $unset: ["plan"] })], () => held))[0]!);
+    expect(names(flush([intent("u", 4, { $set_once: { plan: "pro" } })], () => held))).toEqual([
+      "once:plan",
+      "property:plan",
+    ]);
+  });
+
   test("repeats within one flush of a person held are written once", () => {
     const facts = flush(
       [
@@ -115,7 +125,7 @@ describe("what a flush does not write", () => {
     expect(facts.filter((fact) => fact.kind === "property").every((fact) => fact.writes === 2)).toBe(true);
   });
 
-  test("an earlier event that arrives late still wins a first touch; explicit $set_once keeps its once facts", () => {
+  test("an earlier event that arrives late still wins a first touch, its own $set_once too", () => {
     const held = person(intent("u", 5, { $browser: "Chrome", $set_once: { signup: "b" } }));
     const late = flush(
       [intent("u", 1, { $browser: "Firefox", utm_source: "ads", $set_once: { signup: "a" } })],
@@ -133,7 +143,8 @@ describe("what a flush does not write", () => {
 describe("a sole writer, on posthog-js-shaped traffic", () => {
   let service: TestService;
   beforeAll(async () => {
-    service = await startService({ PUBLIC_API_KEYS: KEY });
+    // a sole writer in server mode too (there the service is one of several by default)
+    service = await startService({ PUBLIC_API_KEYS: KEY }, { identity: { soleWriter: true } });
   });
   afterAll(() => service.stop());
 

@@ -22,7 +22,7 @@ test.each([true, false])(
   async (soleWriter) => {
     const options = { identity: { soleWriter, personCacheBytes: Number(process.env.PCB ?? 64e6) } };
     const rng = random(SEED);
-    const model = new IdentityModel();
+    const model = new IdentityModel({ holdsPersons: soleWriter });
     // timestamps up to 60 events out of the order they are sent in: the rules go by timestamp, not arrival
     const timestamp = timestamps(rng, 60);
     // IDs are split into groups that never link to each other, so batches of different groups may be sent

@@ -5,6 +5,7 @@ export {
   type CacheObserver,
   type FlushPhases,
   type Handled,
+  type IdentityRows,
   type Preloaded,
   type QueryAnswer,
   type QueryObserver,

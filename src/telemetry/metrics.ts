@@ -67,6 +67,12 @@ export class Metrics {
     buckets: SECONDS_BUCKETS,
     registers: [this.registry],
   });
+  readonly rowsWritten = new Counter({
+    name: "ingest_rows_written_total",
+    help: "Rows flushes inserted into each identity and group table (identity_facts, persons, person_distinct_ids, person_overrides, group_facts, groups)",
+    labelNames: ["table"] as const,
+    registers: [this.registry],
+  });
   readonly insertErrors = new Counter({
     name: "ingest_insert_errors_total",
     help: "Flushes that failed to write",

@@ -37,9 +37,14 @@ export interface RequestObserver {
 /** Where a flush's time went, in seconds: resolving identity (before and after its facts), then each insert. */
 export type FlushPhases = Readonly<Record<"identity" | "facts" | "persons" | "links" | "events", number>>;
 
+/** Rows a flush inserted into each identity and group table: what identity costs besides the events. */
+export type IdentityRows = Readonly<
+  Record<"identity_facts" | "group_facts" | "persons" | "groups" | "person_overrides" | "person_distinct_ids", number>
+>;
+
 /** What the storage tells the outside about its writes (logs, metrics). */
 export interface StorageObserver {
-  flushed(events: number, seconds: number, phases: FlushPhases): void;
+  flushed(events: number, seconds: number, phases: FlushPhases, rows: IdentityRows): void;
   flushFailed(events: number, seconds: number, error: unknown): void;
   cacheLookups: CacheObserver;
   /** At startup, a sole writer read the links it could hold into its cache. */
@@ -131,7 +136,8 @@ export interface Repaired {
 /** Writes: flush sizes, durations and phases, failures with their cause, slow flushes, identity cache hits and misses. */
 export function storageObserver(log: Logger, metrics: Metrics): StorageObserver {
   return {
-    flushed(events, seconds, phases) {
+    flushed(events, seconds, phases, rows) {
+      for (const [table, count] of Object.entries(rows)) if (count > 0) metrics.rowsWritten.inc({ table }, count);
       metrics.flushSize.observe(events);
       metrics.flushSeconds.observe(seconds);
       for (const [phase, phaseSeconds] of Object.entries(phases))

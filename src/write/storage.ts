@@ -10,7 +10,7 @@ import {
   stamped,
 } from "../identity";
 import { ClickHouse, consistencyOf, createSchema, isDataError, literal, tuneEmbeddedEngine } from "../storage";
-import type { FlushPhases, StorageObserver } from "../telemetry";
+import type { FlushPhases, IdentityRows, StorageObserver } from "../telemetry";
 import { GroupCommit } from "./group-commit";
 import { REPAIR_BATCH_IDS, RepairSweep } from "./repair";
 import { eventInserts, eventRow } from "./rows";
@@ -177,17 +177,17 @@ export class Storage implements EventSink {
    */
   async #write(events: readonly CapturedEvent[]): Promise<void> {
     const started = performance.now();
-    let phases: FlushPhases;
+    let written: { phases: FlushPhases; rows: IdentityRows };
     try {
-      phases = await this.#resolveAndInsert(events);
+      written = await this.#resolveAndInsert(events);
     } catch (error) {
       this.#observer?.flushFailed(events.length, (performance.now() - started) / 1000, error);
       throw error;
     }
-    this.#observer?.flushed(events.length, (performance.now() - started) / 1000, phases);
+    this.#observer?.flushed(events.length, (performance.now() - started) / 1000, written.phases, written.rows);
   }
 
-  async #resolveAndInsert(events: readonly CapturedEvent[]): Promise<FlushPhases> {
+  async #resolveAndInsert(events: readonly CapturedEvent[]): Promise<{ phases: FlushPhases; rows: IdentityRows }> {
     const timer = phaseTimer();
     const prepared = await this.#identity.prepare(events);
     let identity = timer();
@@ -201,7 +201,8 @@ export class Storage implements EventSink {
       identity += timer();
       const rows = events.map((event, index) => eventRow(event, resolution.personIds[index]!));
       await this.#db.insert("persons", resolution.persons);
-      await this.#db.insert("groups", await deriveGroups(this.#db, groupFacts));
+      const groups = await deriveGroups(this.#db, groupFacts);
+      await this.#db.insert("groups", groups);
       // after the persons: an override always names a stored person
       await this.#db.insert("person_overrides", resolution.overrides);
       const persons = timer();
@@ -213,7 +214,15 @@ export class Storage implements EventSink {
       ]);
       timer();
       this.#identity.commit(prepared, resolution);
-      return { identity, facts, persons, links, events: inserted };
+      const identityRows: IdentityRows = {
+        identity_facts: prepared.facts.length,
+        group_facts: groupFacts.length,
+        persons: resolution.persons.length,
+        groups: groups.length,
+        person_overrides: resolution.overrides.length,
+        person_distinct_ids: resolution.distinctIds.length,
+      };
+      return { phases: { identity, facts, persons, links, events: inserted }, rows: identityRows };
     } catch (error) {
       this.#identity.abandon(prepared);
       if (prepared.facts.length > 0) this.#repairs.failed(factsAt.getTime());

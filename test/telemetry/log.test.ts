@@ -43,8 +43,16 @@ test("write failures are logged with their cause, slow flushes as warnings; both
   const metrics = new Metrics();
   const observer = storageObserver(log, metrics);
   const phases = { identity: 0.001, facts: 0.001, persons: 0.002, links: 0.003, events: 0.004 };
-  observer.flushed(100, 0.01, phases);
-  observer.flushed(5_000, SLOW_FLUSH_SECONDS + 0.5, phases);
+  const rows = {
+    identity_facts: 3,
+    group_facts: 0,
+    persons: 2,
+    groups: 0,
+    person_overrides: 0,
+    person_distinct_ids: 1,
+  };
+  observer.flushed(100, 0.01, phases, rows);
+  observer.flushed(5_000, SLOW_FLUSH_SECONDS + 0.5, phases, rows);
   observer.flushFailed(
     20,
     0.2,
@@ -66,6 +74,8 @@ test("write failures are logged with their cause, slow flushes as warnings; both
   expect(text).toContain("ingest_flush_duration_seconds_count 3");
   expect(text).toContain('ingest_flush_phase_seconds_count{phase="events"} 2');
   expect(text).toContain('ingest_flush_phase_seconds_sum{phase="links"} 0.006');
+  expect(text).toContain('ingest_rows_written_total{table="identity_facts"} 6');
+  expect(text).not.toContain('ingest_rows_written_total{table="groups"}');
 });
 
 test("a 5xx is logged with its cause when it has one; a busy refusal has none to log", () => {

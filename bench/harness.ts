@@ -6,6 +6,16 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ENV_NAMES } from "../src/config";
 import { type RunningService, rssMiB, startProcess } from "../test/helpers/process";
+import {
+  attachCounters,
+  COUNTING_PORT,
+  formatRowsPerEvent,
+  type IdentityRows,
+  type RowCounter,
+  rowCounterOf,
+  rowsBetween,
+  rowsInserted,
+} from "./rows";
 import { EVENTS_PER_BATCH, JSON_POST, KEY } from "./workload";
 
 export const ROOT = join(import.meta.dir, "..");
@@ -72,28 +82,48 @@ export interface Service extends RunningService {
   readonly metricsUrl: string;
   /** The query port's URL, when the service was started with one. */
   readonly queryUrl: string | undefined;
+  /** Where the identity rows it inserts are counted (bench/rows.ts), unless its query port cannot write. */
+  readonly rowCounter: RowCounter | undefined;
 }
 
 /** Services still running: stopped in the end however the bench ends, so none outlives it. */
 export const running = new Set<Service>();
 
-/** The service on `dataDir`, with the bench's settings, the user's (`TUNING`), then `extra`. */
-export async function startService(dataDir: string, extra: Record<string, string> = {}): Promise<Service> {
+/**
+ * The service on `dataDir`, with the bench's settings, the user's (`TUNING`), then `extra`. Unless `countRows` is
+ * false, or `extra` chooses a query port or another engine itself, it gets a writable query port on which `drive`
+ * counts the identity rows it inserts (bench/rows.ts); the port is idle during a load.
+ */
+export async function startService(
+  dataDir: string,
+  extra: Record<string, string> = {},
+  { countRows = true } = {},
+): Promise<Service> {
   const profile = process.env.BENCH_PROFILE;
-  const service = await startProcess(
-    {
-      PATH: process.env.PATH ?? "",
-      HOST: "127.0.0.1",
-      PORT: "0",
-      METRICS_PORT: "0",
-      DATA_DIR: dataDir,
-      PUBLIC_API_KEYS: KEY,
-      ...TUNING,
-      ...extra,
-    },
-    [process.execPath, ...(profile ? ["--cpu-prof-md", `--cpu-prof-dir=${profile}`] : []), "src/main.ts"],
-  );
-  const withMetrics = { ...service, metricsUrl: service.started.metrics ?? "", queryUrl: service.started.query };
+  const counting = countRows && extra.QUERY_PORT === undefined && extra.CLICKHOUSE_URL === undefined;
+  const env = {
+    PATH: process.env.PATH ?? "",
+    HOST: "127.0.0.1",
+    PORT: "0",
+    METRICS_PORT: "0",
+    DATA_DIR: dataDir,
+    PUBLIC_API_KEYS: KEY,
+    ...(counting && COUNTING_PORT),
+    ...TUNING,
+    ...extra,
+  };
+  const service = await startProcess(env, [
+    process.execPath,
+    ...(profile ? ["--cpu-prof-md", `--cpu-prof-dir=${profile}`] : []),
+    "src/main.ts",
+  ]);
+  const queryUrl = service.started.query;
+  const withMetrics = {
+    ...service,
+    metricsUrl: service.started.metrics ?? "",
+    queryUrl,
+    rowCounter: rowCounterOf(env, queryUrl),
+  };
   running.add(withMetrics);
   return withMetrics;
 }
@@ -137,6 +167,10 @@ export interface Flushes {
   readonly within: Readonly<Record<(typeof SLOW_FLUSH_SECONDS)[number], number>>;
   readonly phases: Readonly<Record<(typeof PHASES)[number], Histogram>>;
   readonly activeParts: Readonly<Record<string, number>>;
+  /** Events acknowledged so far. */
+  readonly ingested: number;
+  /** Body bytes of the requests in flight: none once every request sent was answered. */
+  readonly pendingBytes: number;
 }
 
 /** The flush histograms, from the service's metrics. */
@@ -164,6 +198,8 @@ export async function flushes(service: Service): Promise<Flushes> {
     within,
     phases,
     activeParts,
+    ingested: sample("ingest_events_ingested_total"),
+    pendingBytes: sample("ingest_pending_bytes"),
   };
 }
 
@@ -191,6 +227,8 @@ export interface LoadResult {
   readonly activeParts: Readonly<Record<string, number>>;
   /** The service's warnings, errors and refusals during the load, grouped (see warningsIn). */
   readonly warnings: readonly string[];
+  /** The identity rows inserted during the load, by table, and the events they came with (bench/rows.ts). */
+  readonly identityRows: IdentityRows | undefined;
 }
 
 export function parseWrk(output: string) {
@@ -239,9 +277,25 @@ export async function runWrk(
   return output;
 }
 
+/**
+ * Once wrk is done, the requests it left in flight still end: waits (at most 10 s) until the service holds none,
+ * so that the events and rows read after a load are those of the same requests.
+ */
+async function answered(service: Service): Promise<Flushes> {
+  const deadline = performance.now() + 10_000;
+  let now = await flushes(service);
+  while (now.pendingBytes > 0 && performance.now() < deadline) {
+    await Bun.sleep(100);
+    now = await flushes(service);
+  }
+  return now;
+}
+
 /** Warms the service up (JIT, first parts), then drives it with wrk for SECONDS while sampling its RSS and CPU. */
 export async function drive(service: Service, bodiesFile: string): Promise<LoadResult> {
   const pid = service.child.pid;
+  const counter = service.rowCounter;
+  if (counter) await attachCounters(counter);
   for (const warmUp of readFileSync(bodiesFile, "utf8").split("\n", 5)) {
     const response = await fetch(`${service.url}/batch/`, { ...JSON_POST, body: warmUp });
     if (!response.ok) throw new Error(`warm-up: ${response.status} ${await response.text()}`);
@@ -253,12 +307,15 @@ export async function drive(service: Service, bodiesFile: string): Promise<LoadR
     peakRss = Math.max(peakRss, rssMiB(pid));
   }, 100);
   const before = await flushes(service);
+  const rowsBefore = counter && (await rowsInserted(counter));
   const loggedBefore = service.output().lastIndexOf("\n") + 1; // the start of the line being written, if any
   const cpuBefore = threadCpu(pid);
   const output = await runWrk(service.url, bodiesFile); // async, so the RSS sampler keeps running
   clearInterval(sampler);
   const cpu = cpuSpent(cpuBefore, threadCpu(pid));
   const after = await flushes(service);
+  const settled = counter && (await answered(service));
+  const rowsAfter = counter && (await rowsInserted(counter));
   const result = parseWrk(output);
   const flushCount = after.seconds.count - before.seconds.count;
   const acknowledged = (result.requests - result.non2xx) * EVENTS_PER_BATCH;
@@ -284,6 +341,10 @@ export async function drive(service: Service, bodiesFile: string): Promise<LoadR
     ) as LoadResult["slowFlushes"],
     activeParts: after.activeParts,
     warnings: warningsIn(service.output().slice(loggedBefore)),
+    identityRows:
+      rowsBefore && rowsAfter && settled
+        ? rowsBetween(rowsBefore, rowsAfter, settled.ingested - before.ingested)
+        : undefined,
   };
 }
 
@@ -375,6 +436,8 @@ export function printLoad(label: string, result: LoadResult): void {
   console.log(`  ${"".padEnd(16)} ${fmt(result.flushCount)} flushes, ${slow.join(", ")}`);
   const parts = Object.entries(result.activeParts).map(([table, count]) => `${table} ${count}`);
   console.log(`  ${"".padEnd(16)} active parts after the load: ${parts.join(", ")}`);
+  const rows = result.identityRows ? formatRowsPerEvent(result.identityRows) : "not counted (no writable query port)";
+  console.log(`  ${"".padEnd(16)} identity rows per event: ${rows}`);
   for (const warning of result.warnings.slice(0, 5)) console.log(`  ${"".padEnd(16)} logged: ${warning}`);
 }
 

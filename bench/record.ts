@@ -9,7 +9,8 @@
  * off (so `$elements_chain` comes without `$elements`, as PostHog Cloud sends it). A desktop visitor lands from a
  * search ad (utm_* and gclid) and clicks around anonymously, logs in (`identify` with `$set`), keeps clicking,
  * sets a person property (`setPersonProperties`: a `$set` event) and captures custom events; a phone visitor lands
- * from a social link and leaves. Then posthog-node sends server events (`capture`, `identify`) to the same server.
+ * from a social link and signs up; another desktop visitor comes straight to a page (no referrer, no campaign), and
+ * so does one with each other browser of bench/traffic/devices.ts. Then posthog-node sends server events (`capture`, `identify`) to the same server.
  * Every request body is decoded (gzip, base64 form data, or JSON) and kept whole: the events as sent.
  *
  * What is of the recording rather than of real traffic: the site is plain http (so referrers are http too: a
@@ -23,6 +24,7 @@ import { join } from "node:path";
 import { PostHog } from "posthog-node";
 import puppeteer, { type Page } from "puppeteer-core";
 import { ROOT } from "./harness";
+import { DEVICES, type Device, deviceNamed } from "./traffic/devices";
 import { RECORDING, type RecordedRequest, type Recording } from "./traffic/recorded";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -32,32 +34,9 @@ const TOKEN = "phc_bench_recording";
 /** posthog-js flushes its queue every 3 s; a step waits until nothing new arrived for longer than that. */
 const QUIET_MS = 4000;
 
-/**
- * The two devices, each a browser of its own: the user agent and window size are launch flags, not puppeteer's
- * per-page emulation, which the page loses while it unloads (its `$pageleave` then came from HeadlessChrome, a
- * bot to posthog-js, which dropped it).
- */
-const DESKTOP: Device = {
-  userAgent:
-    "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36",
-  window: [1512, 823],
-  screen: [1512, 982],
-  scale: 2,
-};
-const PHONE: Device = {
-  userAgent:
-    "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1",
-  window: [390, 664],
-  screen: [390, 844],
-  scale: 3,
-};
-
-interface Device {
-  readonly userAgent: string;
-  readonly window: readonly [number, number];
-  readonly screen: readonly [number, number];
-  readonly scale: number;
-}
+/** The visitors' browsers (bench/traffic/devices.ts): the one who logs in, and the phone. */
+const DESKTOP = deviceNamed("mac-chrome");
+const PHONE = deviceNamed("iphone-safari");
 
 /** The remote config PostHog serves for such a project (`/array/<token>/config`): the keys posthog-js reads. */
 const REMOTE_CONFIG = {
@@ -172,7 +151,11 @@ async function click(tab: Page, selector: string, navigates = false): Promise<vo
   await Promise.all([navigates ? tab.waitForNavigation() : Promise.resolve(), tab.click(selector)]);
 }
 
-/** Chromium as `device`, its names resolved to `port`, with one page; closed after `visit`. */
+/**
+ * Chromium as `device`, its names resolved to `port`, with one page; closed after `visit`. The user agent and
+ * sizes are launch flags, not puppeteer's per-page emulation, which a page loses while it unloads (its
+ * `$pageleave` then came from HeadlessChrome, a bot to posthog-js, which dropped it).
+ */
 async function withBrowser(device: Device, port: number, visit: (tab: Page) => Promise<void>): Promise<void> {
   const profile = mkdtempSync(join(tmpdir(), "bench-record-"));
   const browser = await puppeteer.launch({
@@ -185,7 +168,7 @@ async function withBrowser(device: Device, port: number, visit: (tab: Page) => P
       "--disable-gpu",
       "--no-first-run",
       `--user-agent=${device.userAgent}`,
-      `--window-size=${device.window.join(",")}`,
+      `--window-size=${device.viewport.join(",")}`,
       // in device pixels
       `--screen-info={${device.screen.map((side) => side * device.scale).join("x")} devicePixelRatio=${device.scale}}`,
       `--force-device-scale-factor=${device.scale}`,
@@ -235,12 +218,33 @@ async function desktopVisit(tab: Page, requests: readonly unknown[]): Promise<vo
   await quiet(requests);
 }
 
-/** The phone visitor: lands on a blog post from a social link, opens sign-up, leaves; never identified. */
+/**
+ * The phone visitor: lands on a blog post from a social link (no utm_*), signs up (`identify`: a first touch
+ * without a campaign), opens the dashboard, leaves.
+ */
 async function phoneVisit(tab: Page, requests: readonly unknown[]): Promise<void> {
-  await tab.goto(`http://${SITE}/blog/how-we-built-it?utm_source=twitter&utm_medium=social`, {
-    referer: "http://t.co/",
-  });
+  await tab.goto(`http://${SITE}/blog/how-we-built-it`, { referer: "http://t.co/" });
   await click(tab, 'a[href="/signup"]', true);
+  await click(tab, 'button[type="submit"]');
+  await tab.evaluate(() => {
+    // biome-ignore lint/suspicious/noExplicitAny: the bundle's global
+    (globalThis as any).posthog.identify("user_c41d07", { email: "grace@example.com", name: "Grace Hopper" });
+  });
+  await quiet(requests);
+  await click(tab, 'a[href="/dashboard"]', true);
+  await tab.goto("about:blank");
+  await quiet(requests);
+}
+
+/** A direct visit (a typed address: no referrer, no campaign) to one page, anonymous; `click`s on it. */
+async function directVisit(
+  tab: Page,
+  requests: readonly unknown[],
+  path: string,
+  clicks: string[] = [],
+): Promise<void> {
+  await tab.goto(`http://${SITE}${path}`);
+  for (const selector of clicks) await click(tab, selector);
   await tab.goto("about:blank");
   await quiet(requests);
 }
@@ -267,6 +271,11 @@ try {
   const port = server.port!;
   await withBrowser(DESKTOP, port, (tab) => desktopVisit(tab, requests));
   await withBrowser(PHONE, port, (tab) => phoneVisit(tab, requests));
+  await withBrowser(DESKTOP, port, (tab) => directVisit(tab, requests, "/pricing", ["button.choose-plan"]));
+  // each other device once, for what posthog-js makes of its user agent
+  for (const device of DEVICES.filter((d) => d !== DESKTOP && d !== PHONE)) {
+    await withBrowser(device, port, (tab) => directVisit(tab, requests, "/"));
+  }
   await serverEvents(`http://127.0.0.1:${port}`);
   const browser = Bun.spawnSync([CHROMIUM, "--version"]).stdout.toString().trim();
   const recording: Recording = {

@@ -216,6 +216,8 @@ export interface LoadResult {
   readonly idleRss: number;
   readonly peakRss: number;
   readonly cpu: string;
+  /** The share of a core wrk used during the load: near 100 per thread, wrk would be what limits the rate. */
+  readonly wrkCpuPercent: number;
   /** Mean events per flush during the load. */
   readonly flushEvents: number;
   /** Mean milliseconds per flush in each phase, and between one flush and the next (answering, the clients). */
@@ -245,15 +247,24 @@ export function parseWrk(output: string) {
   };
 }
 
+/** What wrk printed, and the share of a core it used while it loaded (the last SECONDS it ran). */
+export interface WrkRun {
+  readonly output: string;
+  readonly cpuPercent: number;
+}
+
 /**
  * wrk posting the batches of `bodiesFile` for SECONDS over `connections`, to `url`, or with `ports`, one thread
- * per port on the URL's host (so that the connections are spread evenly over several services); its output.
+ * per port on the URL's host (so that the connections are spread evenly over several services); `env` sets
+ * bench/wrk.lua's options (BENCH_UNIQUE, BENCH_FORWARDED_FOR). Its CPU is sampled as it runs, so that a load
+ * that asks much of wrk (BENCH_UNIQUE rewrites every event) shows whether wrk itself was short of CPU; the
+ * window is the last SECONDS, after wrk's script read and split the bodies.
  */
 export async function runWrk(
   url: string,
   bodiesFile: string,
-  { connections = CONNECTIONS, ports = [] as readonly number[] } = {},
-): Promise<string> {
+  { connections = CONNECTIONS, ports = [] as readonly number[], env = {} as Readonly<Record<string, string>> } = {},
+): Promise<WrkRun> {
   const threads = Math.max(2, ports.length);
   const wrk = Bun.spawn(
     [
@@ -270,11 +281,30 @@ export async function runWrk(
       "--",
       bodiesFile,
     ],
-    { stdout: "pipe", stderr: "inherit", env: { ...process.env, BENCH_PORTS: ports.join(",") } },
+    { stdout: "pipe", stderr: "inherit", env: { ...process.env, ...env, BENCH_PORTS: ports.join(",") } },
   );
+  const samples: { at: number; cpu: number }[] = [];
+  const sampler = setInterval(() => {
+    const cpu = processCpu(wrk.pid);
+    if (cpu !== undefined) samples.push({ at: performance.now(), cpu });
+  }, 250);
   const output = await new Response(wrk.stdout).text();
   await wrk.exited;
-  return output;
+  clearInterval(sampler);
+  const last = samples.at(-1);
+  const first = samples.find((sample) => last && sample.at >= last.at - SECONDS * 1000);
+  const cpuPercent =
+    first && last && last.at > first.at ? (100 * (last.cpu - first.cpu)) / ((last.at - first.at) / 1000) : 0;
+  return { output, cpuPercent };
+}
+
+/** CPU seconds `pid` has used, all threads; undefined once it has ended. */
+function processCpu(pid: number): number | undefined {
+  try {
+    return [...threadCpu(pid).values()].reduce((sum, seconds) => sum + seconds, 0);
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -291,8 +321,15 @@ async function answered(service: Service): Promise<Flushes> {
   return now;
 }
 
-/** Warms the service up (JIT, first parts), then drives it with wrk for SECONDS while sampling its RSS and CPU. */
-export async function drive(service: Service, bodiesFile: string): Promise<LoadResult> {
+/**
+ * Warms the service up (JIT, first parts), then drives it with wrk for SECONDS while sampling its RSS and CPU;
+ * `wrkEnv` sets bench/wrk.lua's options.
+ */
+export async function drive(
+  service: Service,
+  bodiesFile: string,
+  wrkEnv: Readonly<Record<string, string>> = {},
+): Promise<LoadResult> {
   const pid = service.child.pid;
   const counter = service.rowCounter;
   if (counter) await attachCounters(counter);
@@ -310,13 +347,13 @@ export async function drive(service: Service, bodiesFile: string): Promise<LoadR
   const rowsBefore = counter && (await rowsInserted(counter));
   const loggedBefore = service.output().lastIndexOf("\n") + 1; // the start of the line being written, if any
   const cpuBefore = threadCpu(pid);
-  const output = await runWrk(service.url, bodiesFile); // async, so the RSS sampler keeps running
+  const wrk = await runWrk(service.url, bodiesFile, { env: wrkEnv }); // async, so the RSS sampler keeps running
   clearInterval(sampler);
   const cpu = cpuSpent(cpuBefore, threadCpu(pid));
   const after = await flushes(service);
   const settled = counter && (await answered(service));
   const rowsAfter = counter && (await rowsInserted(counter));
-  const result = parseWrk(output);
+  const result = parseWrk(wrk.output);
   const flushCount = after.seconds.count - before.seconds.count;
   const acknowledged = (result.requests - result.non2xx) * EVENTS_PER_BATCH;
   return {
@@ -328,6 +365,7 @@ export async function drive(service: Service, bodiesFile: string): Promise<LoadR
     idleRss,
     peakRss,
     cpu,
+    wrkCpuPercent: wrk.cpuPercent,
     flushEvents: mean(before.size, after.size),
     phaseMs: {
       ...(Object.fromEntries(
@@ -424,7 +462,7 @@ export function printLoad(label: string, result: LoadResult): void {
     `  ${"".padEnd(16)} RSS idle ${fmt(result.idleRss)} MiB, peak ${fmt(result.peakRss)} MiB ` +
       `(+${fmt(result.peakRss - result.idleRss)} MiB)`,
   );
-  console.log(`  ${"".padEnd(16)} CPU ${result.cpu}`);
+  console.log(`  ${"".padEnd(16)} CPU ${result.cpu}; wrk ${result.wrkCpuPercent.toFixed(0)}% of a core`);
   const ms = (value: number) => value.toFixed(1);
   const { between, ...phases } = result.phaseMs;
   console.log(

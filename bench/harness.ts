@@ -64,11 +64,16 @@ export function threadCpu(pid: number): Map<string, number> {
       continue; // the thread ended
     }
     const name = task === String(pid) ? "javascript" : stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
     const kind = name.replace(/[\d_-]+$/, "").trim();
-    ticks.set(kind, (ticks.get(kind) ?? 0) + (Number(fields[11]) + Number(fields[12])) / 100);
+    ticks.set(kind, (ticks.get(kind) ?? 0) + cpuSecondsOf(stat));
   }
   return ticks;
+}
+
+/** User and system CPU seconds of a `/proc/…/stat` line. */
+function cpuSecondsOf(stat: string): number {
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 export function cpuSpent(before: Map<string, number>, after: Map<string, number>): string {
@@ -298,10 +303,13 @@ export async function runWrk(
   return { output, cpuPercent };
 }
 
-/** CPU seconds `pid` has used, all threads; undefined once it has ended. */
+/**
+ * CPU seconds `pid` has used, all its threads, those that ended included (the process's own line, where a sum
+ * of its threads' would drop wrk's as they end); undefined once it has ended.
+ */
 function processCpu(pid: number): number | undefined {
   try {
-    return [...threadCpu(pid).values()].reduce((sum, seconds) => sum + seconds, 0);
+    return cpuSecondsOf(readFileSync(`/proc/${pid}/stat`, "utf8"));
   } catch {
     return undefined;
   }

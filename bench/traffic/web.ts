@@ -26,7 +26,7 @@ import { random } from "../../test/helpers/identity-model";
 import { EVENTS_PER_BATCH, KEY, PEOPLE } from "../workload";
 import { newPerson, newUserId, nextPage, type Person, PLANS, type Session, sessionAt } from "./people";
 import { HOST, type Rng, type Touch, weighted } from "./site";
-import { type Event, readTemplates, type Templates, USER_AGENT_KEYS } from "./templates";
+import { type Event, type Pair, readTemplates, type Templates, USER_AGENT_KEYS } from "./templates";
 
 /** Shares of all events; the rest is logged-in users' page events. */
 export const MIX = { server: 0.12, login: 0.025, set: 0.005, anonymous: 0.25 } as const;
@@ -155,7 +155,7 @@ export class WebTraffic {
   }
 
   /** A copy of the template for the person (anonymous or logged in), rewritten for their browser, session and page. */
-  #browser(pair: { anonymous: Event; identified: Event }, person: Person, session: Session): Event {
+  #browser(pair: Pair, person: Person, session: Session): Event {
     const identified = person.userId !== undefined;
     const event = structuredClone(identified ? pair.identified : pair.anonymous);
     const p = event.properties;

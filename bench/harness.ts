@@ -6,6 +6,16 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ENV_NAMES } from "../src/config";
 import { type RunningService, rssMiB, startProcess } from "../test/helpers/process";
+import {
+  attachCounters,
+  COUNTING_PORT,
+  formatRowsPerEvent,
+  type IdentityRows,
+  type RowCounter,
+  rowCounterOf,
+  rowsBetween,
+  rowsInserted,
+} from "./rows";
 import { EVENTS_PER_BATCH, JSON_POST, KEY } from "./workload";
 
 export const ROOT = join(import.meta.dir, "..");
@@ -54,11 +64,16 @@ export function threadCpu(pid: number): Map<string, number> {
       continue; // the thread ended
     }
     const name = task === String(pid) ? "javascript" : stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
     const kind = name.replace(/[\d_-]+$/, "").trim();
-    ticks.set(kind, (ticks.get(kind) ?? 0) + (Number(fields[11]) + Number(fields[12])) / 100);
+    ticks.set(kind, (ticks.get(kind) ?? 0) + cpuSecondsOf(stat));
   }
   return ticks;
+}
+
+/** User and system CPU seconds of a `/proc/…/stat` line. */
+function cpuSecondsOf(stat: string): number {
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 export function cpuSpent(before: Map<string, number>, after: Map<string, number>): string {
@@ -72,28 +87,48 @@ export interface Service extends RunningService {
   readonly metricsUrl: string;
   /** The query port's URL, when the service was started with one. */
   readonly queryUrl: string | undefined;
+  /** Where the identity rows it inserts are counted (bench/rows.ts), unless its query port cannot write. */
+  readonly rowCounter: RowCounter | undefined;
 }
 
 /** Services still running: stopped in the end however the bench ends, so none outlives it. */
 export const running = new Set<Service>();
 
-/** The service on `dataDir`, with the bench's settings, the user's (`TUNING`), then `extra`. */
-export async function startService(dataDir: string, extra: Record<string, string> = {}): Promise<Service> {
+/**
+ * The service on `dataDir`, with the bench's settings, the user's (`TUNING`), then `extra`. Unless `countRows` is
+ * false, or `extra` chooses a query port or another engine itself, it gets a writable query port on which `drive`
+ * counts the identity rows it inserts (bench/rows.ts); the port is idle during a load.
+ */
+export async function startService(
+  dataDir: string,
+  extra: Record<string, string> = {},
+  { countRows = true } = {},
+): Promise<Service> {
   const profile = process.env.BENCH_PROFILE;
-  const service = await startProcess(
-    {
-      PATH: process.env.PATH ?? "",
-      HOST: "127.0.0.1",
-      PORT: "0",
-      METRICS_PORT: "0",
-      DATA_DIR: dataDir,
-      PUBLIC_API_KEYS: KEY,
-      ...TUNING,
-      ...extra,
-    },
-    [process.execPath, ...(profile ? ["--cpu-prof-md", `--cpu-prof-dir=${profile}`] : []), "src/main.ts"],
-  );
-  const withMetrics = { ...service, metricsUrl: service.started.metrics ?? "", queryUrl: service.started.query };
+  const counting = countRows && extra.QUERY_PORT === undefined && extra.CLICKHOUSE_URL === undefined;
+  const env = {
+    PATH: process.env.PATH ?? "",
+    HOST: "127.0.0.1",
+    PORT: "0",
+    METRICS_PORT: "0",
+    DATA_DIR: dataDir,
+    PUBLIC_API_KEYS: KEY,
+    ...(counting && COUNTING_PORT),
+    ...TUNING,
+    ...extra,
+  };
+  const service = await startProcess(env, [
+    process.execPath,
+    ...(profile ? ["--cpu-prof-md", `--cpu-prof-dir=${profile}`] : []),
+    "src/main.ts",
+  ]);
+  const queryUrl = service.started.query;
+  const withMetrics = {
+    ...service,
+    metricsUrl: service.started.metrics ?? "",
+    queryUrl,
+    rowCounter: rowCounterOf(env, queryUrl),
+  };
   running.add(withMetrics);
   return withMetrics;
 }
@@ -137,6 +172,10 @@ export interface Flushes {
   readonly within: Readonly<Record<(typeof SLOW_FLUSH_SECONDS)[number], number>>;
   readonly phases: Readonly<Record<(typeof PHASES)[number], Histogram>>;
   readonly activeParts: Readonly<Record<string, number>>;
+  /** Events acknowledged so far. */
+  readonly ingested: number;
+  /** Body bytes of the requests in flight: none once every request sent was answered. */
+  readonly pendingBytes: number;
 }
 
 /** The flush histograms, from the service's metrics. */
@@ -164,6 +203,8 @@ export async function flushes(service: Service): Promise<Flushes> {
     within,
     phases,
     activeParts,
+    ingested: sample("ingest_events_ingested_total"),
+    pendingBytes: sample("ingest_pending_bytes"),
   };
 }
 
@@ -180,6 +221,8 @@ export interface LoadResult {
   readonly idleRss: number;
   readonly peakRss: number;
   readonly cpu: string;
+  /** The share of a core wrk used during the load: near 100 per thread, wrk would be what limits the rate. */
+  readonly wrkCpuPercent: number;
   /** Mean events per flush during the load. */
   readonly flushEvents: number;
   /** Mean milliseconds per flush in each phase, and between one flush and the next (answering, the clients). */
@@ -191,6 +234,8 @@ export interface LoadResult {
   readonly activeParts: Readonly<Record<string, number>>;
   /** The service's warnings, errors and refusals during the load, grouped (see warningsIn). */
   readonly warnings: readonly string[];
+  /** The identity rows inserted during the load, by table, and the events they came with (bench/rows.ts). */
+  readonly identityRows: IdentityRows | undefined;
 }
 
 export function parseWrk(output: string) {
@@ -207,15 +252,24 @@ export function parseWrk(output: string) {
   };
 }
 
+/** What wrk printed, and the share of a core it used while it loaded (the last SECONDS it ran). */
+export interface WrkRun {
+  readonly output: string;
+  readonly cpuPercent: number;
+}
+
 /**
  * wrk posting the batches of `bodiesFile` for SECONDS over `connections`, to `url`, or with `ports`, one thread
- * per port on the URL's host (so that the connections are spread evenly over several services); its output.
+ * per port on the URL's host (so that the connections are spread evenly over several services); `env` sets
+ * bench/wrk.lua's options (BENCH_UNIQUE, BENCH_FORWARDED_FOR). Its CPU is sampled as it runs, so that a load
+ * that asks much of wrk (BENCH_UNIQUE rewrites every event) shows whether wrk itself was short of CPU; the
+ * window is the last SECONDS, after wrk's script read and split the bodies.
  */
 export async function runWrk(
   url: string,
   bodiesFile: string,
-  { connections = CONNECTIONS, ports = [] as readonly number[] } = {},
-): Promise<string> {
+  { connections = CONNECTIONS, ports = [] as readonly number[], env = {} as Readonly<Record<string, string>> } = {},
+): Promise<WrkRun> {
   const threads = Math.max(2, ports.length);
   const wrk = Bun.spawn(
     [
@@ -232,16 +286,61 @@ export async function runWrk(
       "--",
       bodiesFile,
     ],
-    { stdout: "pipe", stderr: "inherit", env: { ...process.env, BENCH_PORTS: ports.join(",") } },
+    { stdout: "pipe", stderr: "inherit", env: { ...process.env, ...env, BENCH_PORTS: ports.join(",") } },
   );
+  const samples: { at: number; cpu: number }[] = [];
+  const sampler = setInterval(() => {
+    const cpu = processCpu(wrk.pid);
+    if (cpu !== undefined) samples.push({ at: performance.now(), cpu });
+  }, 250);
   const output = await new Response(wrk.stdout).text();
   await wrk.exited;
-  return output;
+  clearInterval(sampler);
+  const last = samples.at(-1);
+  const first = samples.find((sample) => last && sample.at >= last.at - SECONDS * 1000);
+  const cpuPercent =
+    first && last && last.at > first.at ? (100 * (last.cpu - first.cpu)) / ((last.at - first.at) / 1000) : 0;
+  return { output, cpuPercent };
 }
 
-/** Warms the service up (JIT, first parts), then drives it with wrk for SECONDS while sampling its RSS and CPU. */
-export async function drive(service: Service, bodiesFile: string): Promise<LoadResult> {
+/**
+ * CPU seconds `pid` has used, all its threads, those that ended included (the process's own line, where a sum
+ * of its threads' would drop wrk's as they end); undefined once it has ended.
+ */
+function processCpu(pid: number): number | undefined {
+  try {
+    return cpuSecondsOf(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Once wrk is done, the requests it left in flight still end: waits (at most 10 s) until the service holds none,
+ * so that the events and rows read after a load are those of the same requests.
+ */
+async function answered(service: Service): Promise<Flushes> {
+  const deadline = performance.now() + 10_000;
+  let now = await flushes(service);
+  while (now.pendingBytes > 0 && performance.now() < deadline) {
+    await Bun.sleep(100);
+    now = await flushes(service);
+  }
+  return now;
+}
+
+/**
+ * Warms the service up (JIT, first parts), then drives it with wrk for SECONDS while sampling its RSS and CPU;
+ * `wrkEnv` sets bench/wrk.lua's options.
+ */
+export async function drive(
+  service: Service,
+  bodiesFile: string,
+  wrkEnv: Readonly<Record<string, string>> = {},
+): Promise<LoadResult> {
   const pid = service.child.pid;
+  const counter = service.rowCounter;
+  if (counter) await attachCounters(counter);
   for (const warmUp of readFileSync(bodiesFile, "utf8").split("\n", 5)) {
     const response = await fetch(`${service.url}/batch/`, { ...JSON_POST, body: warmUp });
     if (!response.ok) throw new Error(`warm-up: ${response.status} ${await response.text()}`);
@@ -253,13 +352,16 @@ export async function drive(service: Service, bodiesFile: string): Promise<LoadR
     peakRss = Math.max(peakRss, rssMiB(pid));
   }, 100);
   const before = await flushes(service);
+  const rowsBefore = counter && (await rowsInserted(counter));
   const loggedBefore = service.output().lastIndexOf("\n") + 1; // the start of the line being written, if any
   const cpuBefore = threadCpu(pid);
-  const output = await runWrk(service.url, bodiesFile); // async, so the RSS sampler keeps running
+  const wrk = await runWrk(service.url, bodiesFile, { env: wrkEnv }); // async, so the RSS sampler keeps running
   clearInterval(sampler);
   const cpu = cpuSpent(cpuBefore, threadCpu(pid));
   const after = await flushes(service);
-  const result = parseWrk(output);
+  const settled = counter && (await answered(service));
+  const rowsAfter = counter && (await rowsInserted(counter));
+  const result = parseWrk(wrk.output);
   const flushCount = after.seconds.count - before.seconds.count;
   const acknowledged = (result.requests - result.non2xx) * EVENTS_PER_BATCH;
   return {
@@ -271,6 +373,7 @@ export async function drive(service: Service, bodiesFile: string): Promise<LoadR
     idleRss,
     peakRss,
     cpu,
+    wrkCpuPercent: wrk.cpuPercent,
     flushEvents: mean(before.size, after.size),
     phaseMs: {
       ...(Object.fromEntries(
@@ -284,6 +387,10 @@ export async function drive(service: Service, bodiesFile: string): Promise<LoadR
     ) as LoadResult["slowFlushes"],
     activeParts: after.activeParts,
     warnings: warningsIn(service.output().slice(loggedBefore)),
+    identityRows:
+      rowsBefore && rowsAfter && settled
+        ? rowsBetween(rowsBefore, rowsAfter, settled.ingested - before.ingested)
+        : undefined,
   };
 }
 
@@ -363,7 +470,7 @@ export function printLoad(label: string, result: LoadResult): void {
     `  ${"".padEnd(16)} RSS idle ${fmt(result.idleRss)} MiB, peak ${fmt(result.peakRss)} MiB ` +
       `(+${fmt(result.peakRss - result.idleRss)} MiB)`,
   );
-  console.log(`  ${"".padEnd(16)} CPU ${result.cpu}`);
+  console.log(`  ${"".padEnd(16)} CPU ${result.cpu}; wrk ${result.wrkCpuPercent.toFixed(0)}% of a core`);
   const ms = (value: number) => value.toFixed(1);
   const { between, ...phases } = result.phaseMs;
   console.log(
@@ -375,6 +482,8 @@ export function printLoad(label: string, result: LoadResult): void {
   console.log(`  ${"".padEnd(16)} ${fmt(result.flushCount)} flushes, ${slow.join(", ")}`);
   const parts = Object.entries(result.activeParts).map(([table, count]) => `${table} ${count}`);
   console.log(`  ${"".padEnd(16)} active parts after the load: ${parts.join(", ")}`);
+  const rows = result.identityRows ? formatRowsPerEvent(result.identityRows) : "not counted (no writable query port)";
+  console.log(`  ${"".padEnd(16)} identity rows per event: ${rows}`);
   for (const warning of result.warnings.slice(0, 5)) console.log(`  ${"".padEnd(16)} logged: ${warning}`);
 }
 

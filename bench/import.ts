@@ -48,7 +48,8 @@ export async function runImportBench(work: string): Promise<void> {
     `  the import's own work alone (read, inflate, parse, check, normalize, encode the rows; no identity, no engine): ${fmt(ceiling)} events/s`,
   );
 
-  const idle = await startService(join(work, "idle"));
+  // no query port (bench/rows.ts): the import is measured as a user runs it
+  const idle = await startService(join(work, "idle"), {}, { countRows: false });
   await Bun.sleep(2000);
   const idleRss = rssMiB(idle.child.pid);
   await stop(idle);
@@ -57,7 +58,7 @@ export async function runImportBench(work: string): Promise<void> {
   const direct = await importing(["--data-dir", join(work, "direct")], file, work);
   printImport("import, in process", direct, idleRss);
 
-  const service = await startService(join(work, "service"));
+  const service = await startService(join(work, "service"), {}, { countRows: false });
   const servicePeak = peakOf(service.child.pid);
   const viaService = await importing(["--url", service.url, "--api-key", KEY], file, work);
   const serviceRss = servicePeak.stop();

@@ -69,7 +69,7 @@ async function driveAll(engine: Service, instances: readonly Service[], bodiesFi
     engineRss = Math.max(engineRss, rssMiB(engine.child.pid));
   }, 250);
   const ports = instances.map((instance) => Number(new URL(instance.url).port));
-  const output = await runWrk(instances[0]!.url, bodiesFile, { connections: SPREAD_CONNECTIONS, ports });
+  const { output } = await runWrk(instances[0]!.url, bodiesFile, { connections: SPREAD_CONNECTIONS, ports });
   clearInterval(sampler);
   const cpu = {
     engine: cpuSeconds(engine.child.pid) - cpuBefore.engine,

@@ -6,16 +6,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ENV_NAMES } from "../src/config";
 import { type RunningService, rssMiB, startProcess } from "../test/helpers/process";
-import {
-  attachCounters,
-  COUNTING_PORT,
-  formatRowsPerEvent,
-  type IdentityRows,
-  type RowCounter,
-  rowCounterOf,
-  rowsBetween,
-  rowsInserted,
-} from "./rows";
+import { formatRowsPerEvent, type IdentityRows, type IdentityTable, rowsBetween, rowsInserted } from "./rows";
 import { EVENTS_PER_BATCH, JSON_POST, KEY } from "./workload";
 
 export const ROOT = join(import.meta.dir, "..");
@@ -87,25 +78,14 @@ export interface Service extends RunningService {
   readonly metricsUrl: string;
   /** The query port's URL, when the service was started with one. */
   readonly queryUrl: string | undefined;
-  /** Where the identity rows it inserts are counted (bench/rows.ts), unless its query port cannot write. */
-  readonly rowCounter: RowCounter | undefined;
 }
 
 /** Services still running: stopped in the end however the bench ends, so none outlives it. */
 export const running = new Set<Service>();
 
-/**
- * The service on `dataDir`, with the bench's settings, the user's (`TUNING`), then `extra`. Unless `countRows` is
- * false, or `extra` chooses a query port or another engine itself, it gets a writable query port on which `drive`
- * counts the identity rows it inserts (bench/rows.ts); the port is idle during a load.
- */
-export async function startService(
-  dataDir: string,
-  extra: Record<string, string> = {},
-  { countRows = true } = {},
-): Promise<Service> {
+/** The service on `dataDir`, with the bench's settings, the user's (`TUNING`), then `extra`. */
+export async function startService(dataDir: string, extra: Record<string, string> = {}): Promise<Service> {
   const profile = process.env.BENCH_PROFILE;
-  const counting = countRows && extra.QUERY_PORT === undefined && extra.CLICKHOUSE_URL === undefined;
   const env = {
     PATH: process.env.PATH ?? "",
     HOST: "127.0.0.1",
@@ -113,7 +93,6 @@ export async function startService(
     METRICS_PORT: "0",
     DATA_DIR: dataDir,
     PUBLIC_API_KEYS: KEY,
-    ...(counting && COUNTING_PORT),
     ...TUNING,
     ...extra,
   };
@@ -127,7 +106,6 @@ export async function startService(
     ...service,
     metricsUrl: service.started.metrics ?? "",
     queryUrl,
-    rowCounter: rowCounterOf(env, queryUrl),
   };
   running.add(withMetrics);
   return withMetrics;
@@ -176,6 +154,8 @@ export interface Flushes {
   readonly ingested: number;
   /** Body bytes of the requests in flight: none once every request sent was answered. */
   readonly pendingBytes: number;
+  /** Rows inserted into each identity table so far. */
+  readonly rows: Readonly<Record<IdentityTable, number>>;
 }
 
 /** The flush histograms, from the service's metrics. */
@@ -205,6 +185,7 @@ export async function flushes(service: Service): Promise<Flushes> {
     activeParts,
     ingested: sample("ingest_events_ingested_total"),
     pendingBytes: sample("ingest_pending_bytes"),
+    rows: rowsInserted(text),
   };
 }
 
@@ -235,7 +216,7 @@ export interface LoadResult {
   /** The service's warnings, errors and refusals during the load, grouped (see warningsIn). */
   readonly warnings: readonly string[];
   /** The identity rows inserted during the load, by table, and the events they came with (bench/rows.ts). */
-  readonly identityRows: IdentityRows | undefined;
+  readonly identityRows: IdentityRows;
 }
 
 export function parseWrk(output: string) {
@@ -339,8 +320,6 @@ export async function drive(
   wrkEnv: Readonly<Record<string, string>> = {},
 ): Promise<LoadResult> {
   const pid = service.child.pid;
-  const counter = service.rowCounter;
-  if (counter) await attachCounters(counter);
   for (const warmUp of readFileSync(bodiesFile, "utf8").split("\n", 5)) {
     const response = await fetch(`${service.url}/batch/`, { ...JSON_POST, body: warmUp });
     if (!response.ok) throw new Error(`warm-up: ${response.status} ${await response.text()}`);
@@ -352,15 +331,13 @@ export async function drive(
     peakRss = Math.max(peakRss, rssMiB(pid));
   }, 100);
   const before = await flushes(service);
-  const rowsBefore = counter && (await rowsInserted(counter));
   const loggedBefore = service.output().lastIndexOf("\n") + 1; // the start of the line being written, if any
   const cpuBefore = threadCpu(pid);
   const wrk = await runWrk(service.url, bodiesFile, { env: wrkEnv }); // async, so the RSS sampler keeps running
   clearInterval(sampler);
   const cpu = cpuSpent(cpuBefore, threadCpu(pid));
   const after = await flushes(service);
-  const settled = counter && (await answered(service));
-  const rowsAfter = counter && (await rowsInserted(counter));
+  const settled = await answered(service);
   const result = parseWrk(wrk.output);
   const flushCount = after.seconds.count - before.seconds.count;
   const acknowledged = (result.requests - result.non2xx) * EVENTS_PER_BATCH;
@@ -387,10 +364,7 @@ export async function drive(
     ) as LoadResult["slowFlushes"],
     activeParts: after.activeParts,
     warnings: warningsIn(service.output().slice(loggedBefore)),
-    identityRows:
-      rowsBefore && rowsAfter && settled
-        ? rowsBetween(rowsBefore, rowsAfter, settled.ingested - before.ingested)
-        : undefined,
+    identityRows: rowsBetween(before.rows, settled.rows, settled.ingested - before.ingested),
   };
 }
 
@@ -482,7 +456,7 @@ export function printLoad(label: string, result: LoadResult): void {
   console.log(`  ${"".padEnd(16)} ${fmt(result.flushCount)} flushes, ${slow.join(", ")}`);
   const parts = Object.entries(result.activeParts).map(([table, count]) => `${table} ${count}`);
   console.log(`  ${"".padEnd(16)} active parts after the load: ${parts.join(", ")}`);
-  const rows = result.identityRows ? formatRowsPerEvent(result.identityRows) : "not counted (no writable query port)";
+  const rows = formatRowsPerEvent(result.identityRows);
   console.log(`  ${"".padEnd(16)} identity rows per event: ${rows}`);
   for (const warning of result.warnings.slice(0, 5)) console.log(`  ${"".padEnd(16)} logged: ${warning}`);
 }

@@ -49,7 +49,7 @@ export async function runImportBench(work: string): Promise<void> {
   );
 
   // no query port (bench/rows.ts): the import is measured as a user runs it
-  const idle = await startService(join(work, "idle"), {}, { countRows: false });
+  const idle = await startService(join(work, "idle"));
   await Bun.sleep(2000);
   const idleRss = rssMiB(idle.child.pid);
   await stop(idle);
@@ -58,7 +58,7 @@ export async function runImportBench(work: string): Promise<void> {
   const direct = await importing(["--data-dir", join(work, "direct")], file, work);
   printImport("import, in process", direct, idleRss);
 
-  const service = await startService(join(work, "service"), {}, { countRows: false });
+  const service = await startService(join(work, "service"));
   const servicePeak = peakOf(service.child.pid);
   const viaService = await importing(["--url", service.url, "--api-key", KEY], file, work);
   const serviceRss = servicePeak.stop();

@@ -1,12 +1,7 @@
 /**
  * The identity rows a load writes, per table: what identity costs in the engine, next to the time it takes.
- *
- * Counted as inserted, not as stored: every identity table collapses rows by key in its merges (Replacing- and
- * AggregatingMergeTree), so counting the tables after a load undercounts by however far merges got. chDB keeps
- * no `system.part_log` or `query_log`, and the service has no metric of rows by table, so the bench attaches a
- * materialized view to each table that adds each insert's row count to a Memory table (one row an insert, no
- * parts, no merges), through a writable query port the bench gives the service (`COUNTING_PORT`). The views stay
- * with the data directory; the Memory table starts empty with each process.
+ * Counted as inserted, not as stored (every identity table collapses rows by key in its merges), from the
+ * service's own counter of them, `ingest_rows_written_total{table}`.
  */
 /** Every table identity writes; the group tables only with `$groupidentify`. */
 export const IDENTITY_TABLES = [
@@ -19,61 +14,11 @@ export const IDENTITY_TABLES = [
 ] as const;
 export type IdentityTable = (typeof IDENTITY_TABLES)[number];
 
-const PASSWORD = "bench-rows";
-const COUNTS = "bench_inserted_rows";
-
-/** What a service needs so that its rows can be counted: a query port that may create tables. */
-export const COUNTING_PORT: Readonly<Record<string, string>> = {
-  QUERY_PORT: "0",
-  QUERY_PASSWORD: PASSWORD,
-  QUERY_READONLY: "0",
-};
-
-/** Where a service's rows are counted: its query port and password. */
-export interface RowCounter {
-  readonly url: string;
-  readonly password: string;
-}
-
-/** The counter of a service started with `env`, if its query port allows writes. */
-export function rowCounterOf(
-  env: Readonly<Record<string, string>>,
-  queryUrl: string | undefined,
-): RowCounter | undefined {
-  const writable = env.QUERY_READONLY === "0" || env.QUERY_READONLY === "false";
-  return queryUrl && writable ? { url: queryUrl, password: env.QUERY_PASSWORD ?? "" } : undefined;
-}
-
-async function query(counter: RowCounter, sql: string): Promise<string> {
-  const response = await fetch(counter.url, {
-    method: "POST",
-    body: sql,
-    headers: { authorization: `Basic ${btoa(`default:${counter.password}`)}` },
-  });
-  const text = await response.text();
-  if (!response.ok) throw new Error(`counting rows: ${response.status} ${text.slice(0, 300)}`);
-  return text;
-}
-
-/** Attaches the counting views (once: a later call, or a restart on the same data, finds them there). */
-export async function attachCounters(counter: RowCounter): Promise<void> {
-  await query(counter, `CREATE TABLE IF NOT EXISTS ${COUNTS} (table String, rows UInt64) ENGINE = Memory`);
-  for (const table of IDENTITY_TABLES) {
-    await query(
-      counter,
-      `CREATE MATERIALIZED VIEW IF NOT EXISTS ${COUNTS}_${table} TO ${COUNTS} ` +
-        `AS SELECT '${table}' AS table, count() AS rows FROM ${table}`,
-    );
-  }
-}
-
-/** Rows inserted into each identity table since the service started (since the counters were attached). */
-export async function rowsInserted(counter: RowCounter): Promise<Record<IdentityTable, number>> {
-  const text = await query(counter, `SELECT table, sum(rows) AS rows FROM ${COUNTS} GROUP BY table FORMAT JSONEachRow`);
+/** Rows inserted into each identity table since the service started, from its metrics' text. */
+export function rowsInserted(metrics: string): Record<IdentityTable, number> {
   const rows = Object.fromEntries(IDENTITY_TABLES.map((table) => [table, 0])) as Record<IdentityTable, number>;
-  for (const line of text.split("\n").filter((l) => l !== "")) {
-    const { table, rows: count } = JSON.parse(line) as { table: IdentityTable; rows: string | number };
-    rows[table] = Number(count);
+  for (const [, table, count] of metrics.matchAll(/^ingest_rows_written_total\{table="(\w+)"\} (\S+)$/gm)) {
+    if (table! in rows) rows[table as IdentityTable] = Number(count);
   }
   return rows;
 }

@@ -64,7 +64,7 @@ export async function drivePasses(
 export function printPasses(first: LoadResult | undefined, measured: LoadResult): void {
   if (first) printLoad("first pass", first);
   printLoad(first ? "second pass" : "service", measured);
-  if (first?.identityRows && measured.identityRows) {
+  if (first) {
     console.log(`  identity rows per event, first pass (fresh service): ${formatRowsPerEvent(first.identityRows)}`);
     console.log(`  identity rows per event, second pass (people seen): ${formatRowsPerEvent(measured.identityRows)}`);
   }

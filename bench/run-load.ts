@@ -2,7 +2,7 @@
  * One load on a fresh service, against the engine alone inserting the same rows: at 10,000 rows an insert before
  * and after the load, and at the service's flush size. The `http`, `mix`, `new` and `web` modes of bench/load.ts.
  */
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   BASELINE_ROWS,
@@ -12,16 +12,18 @@ import {
   drive,
   type EngineResult,
   engineBaseline,
+  flushes,
   fmt,
   type LoadResult,
   printEngine,
   printLoad,
   SECONDS,
+  type Service,
   startService,
   stop,
 } from "./harness";
-import { formatRowsPerEvent } from "./rows";
-import { EVENTS_PER_BATCH, type Population, writeBodies } from "./workload";
+import { formatRowsPerEvent, type IdentityRows, rowsBetween } from "./rows";
+import { EVENTS_PER_BATCH, JSON_POST, type Population, writeBodies } from "./workload";
 
 /** A load: its request bodies, and what the service and wrk are given. */
 export interface Load {
@@ -33,8 +35,9 @@ export interface Load {
   /** bench/wrk.lua's options (BENCH_UNIQUE, BENCH_FORWARDED_FOR). */
   readonly wrk?: Readonly<Record<string, string>>;
   /**
-   * Drive the service once before the measured load, on the same service: the figures are then those of a
-   * service that has seen the population (persons known, caches warm), and the first pass's are printed too.
+   * Send the whole file once before the measured load, on the same service (`seedFromFile`): the figures are then
+   * those of a service that has seen the population (persons known, caches warm: the steady state), and what
+   * first sight cost is printed too.
    */
   readonly warmUpPass?: boolean;
 }
@@ -50,24 +53,53 @@ export async function drivePasses(
   dataDir: string,
   load: Load,
   bodiesFile: string,
-): Promise<{ readonly first: LoadResult | undefined; readonly measured: LoadResult }> {
+): Promise<{ readonly first: Seeded | undefined; readonly measured: LoadResult }> {
   const service = await startService(dataDir, { ...load.service });
   try {
-    const first = load.warmUpPass ? await drive(service, bodiesFile, load.wrk) : undefined;
+    const first = load.warmUpPass ? await seedFromFile(service, bodiesFile) : undefined;
     return { first, measured: await drive(service, bodiesFile, load.wrk) };
   } finally {
     await stop(service);
   }
 }
 
-/** The first pass, when there was one, and the identity rows per event over it against the measured pass. */
-export function printPasses(first: LoadResult | undefined, measured: LoadResult): void {
-  if (first) printLoad("first pass", first);
-  printLoad(first ? "second pass" : "service", measured);
+/** What sending the whole file once to a fresh service took: its rate, and the identity rows of first sight. */
+export interface Seeded {
+  readonly rate: number;
+  readonly identityRows: IdentityRows;
+}
+
+/**
+ * Sends every body of the file once, 16 requests at a time, each as it is (the file's events are unique): every
+ * person of the load is then known to the service.
+ */
+export async function seedFromFile(service: Service, bodiesFile: string): Promise<Seeded> {
+  const bodies = readFileSync(bodiesFile, "utf8")
+    .split("\n")
+    .filter((line) => line !== "");
+  const before = await flushes(service);
+  const started = performance.now();
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < bodies.length; i = next++) {
+      const response = await fetch(`${service.url}/batch/`, { ...JSON_POST, body: bodies[i]! });
+      if (!response.ok) throw new Error(`seeding: ${response.status} ${await response.text()}`);
+    }
+  };
+  await Promise.all(Array.from({ length: 16 }, worker));
+  const seconds = (performance.now() - started) / 1000;
+  const after = await flushes(service);
+  const events = after.ingested - before.ingested;
+  return { rate: events / seconds, identityRows: rowsBetween(before.rows, after.rows, events) };
+}
+
+/** The seeding, when there was one, and the measured load, each with the identity rows it wrote per event. */
+export function printPasses(first: Seeded | undefined, measured: LoadResult): void {
   if (first) {
-    console.log(`  identity rows per event, first pass (fresh service): ${formatRowsPerEvent(first.identityRows)}`);
-    console.log(`  identity rows per event, second pass (people seen): ${formatRowsPerEvent(measured.identityRows)}`);
+    console.log(`  seeding (the whole file once, people first seen): ${fmt(first.rate)} events/s`);
+    console.log(`                   identity rows per event: ${formatRowsPerEvent(first.identityRows)}`);
   }
+  printLoad(first ? "service, people seen" : "service", measured);
 }
 
 /** One load on a fresh service, against the engine at 10,000 rows an insert and at the flush size; its rate. */

@@ -8,7 +8,8 @@
  * - 25% an anonymous visitor's page events, personless (`$process_person_profile: false`, posthog-js's default
  *   `person_profiles: 'identified_only'`), distinct ID the browser's anonymous UUIDv7;
  * - 2.5% `$identify`: an anonymous visitor logs in (`$anon_distinct_id` their anonymous ID, `$set` email and
- *   name) and is a user from then on; a new visitor arrives in their place;
+ *   name) and is a user from then on, four in five with an account they have (a new browser), one in five
+ *   signing up; a new visitor arrives in their place;
  * - 0.5% `$set` (`setPersonProperties`) from a user's page;
  * - 12% posthog-node: the backend's `capture`s (and a tenth of them `identify`) for a user, distinct ID the user ID.
  * Within a session the page events follow each other as a browser sends them: a $pageview, clicks and custom
@@ -36,6 +37,11 @@ const KINDS = [
 ];
 /** Of the people at the start, the share who logged in before. */
 const USERS = 0.7;
+/**
+ * Of logins, the share by users who have an account: posthog-js keeps a user's ID in the browser, so a user
+ * `$identify`s again only on a new browser or after a logout; the rest sign up.
+ */
+const RETURNING = 0.8;
 /** The site's events come this far apart (25 a second): a file of 40,000 events spans 27 minutes. */
 const STEP_MS = 40;
 
@@ -116,15 +122,19 @@ export class WebTraffic {
     return event;
   }
 
-  /** The visitor at `index` logs in on the page they are on: `$identify`, and a new visitor takes their place. */
+  /**
+   * The visitor at `index` logs in on the page they are on (`$identify`), as a user who has an account
+   * (`RETURNING`: a new browser, cleared cookies) or signing up; a new visitor takes their place.
+   */
   #login(index: number): Event {
     const person = this.#visitors[index]!;
     const session = sessionAt(this.#rng, person, this.#at);
-    person.userId = newUserId(this.#rng);
+    const account = this.#rng.next() < RETURNING ? this.#rng.pick(this.#users) : person;
+    person.userId = account.userId ?? newUserId(this.#rng);
     this.#visitors[index] = newPerson(this.#rng, this.#at);
     this.#users.push(person);
     const event = this.#browser({ anonymous: this.#t.identify, identified: this.#t.identify }, person, session);
-    assign(event, { $set: { email: person.email, name: person.name } });
+    assign(event, { $set: { email: account.email, name: account.name } });
     event.properties.$anon_distinct_id = person.anonId;
     return event;
   }

@@ -260,8 +260,8 @@ export const SETTINGS = {
   personCacheMiB: setting({
     env: "PERSON_CACHE_MIB",
     parse: positive,
-    default: 64,
-    help: "Memory for cached persons (their identity facts, folded), estimated from their IDs and properties.",
+    default: 512,
+    help: "Memory for cached persons (their identity facts, folded), estimated from their IDs and properties (a posthog-js user's about 30 KB).",
     backend: "embedded",
   }),
   logLevel: setting<Level>({

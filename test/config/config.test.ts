@@ -12,7 +12,7 @@ describe("loadConfig", () => {
     expect(config.maxBatchBytes).toBe(20 * 1024 * 1024);
     expect(config.allowedOrigins.size).toBe(0);
     expect(config.publicApiKeys.size).toBe(0);
-    expect([config.linkCacheEntries, config.personCacheMiB]).toEqual([200_000, 64]);
+    expect([config.linkCacheEntries, config.personCacheMiB]).toEqual([200_000, 512]);
     expect(config.clickhouse).toEqual({
       kind: "embedded",
       dataDir: resolve("./data"),

@@ -4,7 +4,7 @@
  * own insert rate for the same rows, measured in the same run. Never part of .ci/run.
  *
  *   web      the real traffic: posthog-js's events as recorded (bench/record.ts), from 10,000 people browsing a
- *            site, with posthog-node's from the backend, each event unique; two passes on one service (bench/web.ts)
+ *            site, with posthog-node's from the backend, each event unique; the file sent once before the measured load (bench/web.ts)
  *   web-compare  the web load with the defaults, with PERSON_AUTO_PROPERTIES=0 GEOIP=0, and the http load, A B C C B A
  *   http     distinct IDs from 10,000 people, 2% $identify with $anon_distinct_id, $set and $set_once
  *   mix      identity-heavy: 20% $identify / $create_alias / $set events

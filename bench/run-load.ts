@@ -48,7 +48,7 @@ export function syntheticLoad(population: Population, label: string): Load {
   return { label, write: (file) => writeBodies(file, bodies, population) };
 }
 
-/** The load's passes on a fresh service on `dataDir`: the first pass (if it has a warm-up pass), then the measured one. */
+/** The load's passes on a fresh service on `dataDir`: the seeding (if it has a warm-up pass), then the measured load. */
 export async function drivePasses(
   dataDir: string,
   load: Load,

@@ -1,12 +1,13 @@
 /**
  * `npm run bench web`: the load that is the real traffic (bench/traffic/web.ts: posthog-js's events as recorded,
  * from 10,000 people, with posthog-node's), each request from a public address behind a trusted proxy (GeoIP
- * finds it), every event unique however often wrk replays the file. It runs twice on the same service, so that
- * the identity rows per event show both a fresh service and one that has seen the people (the steady state).
+ * finds it), every event unique however often wrk replays the file. The file is sent once before the measured
+ * load, so that the load is the steady state (every person seen; new ones only from sign-ups), and the identity
+ * rows per event of both are printed.
  *
  * `npm run bench web-compare`: the web load with the service's defaults, without the person's automatic
  * properties and GeoIP (`PERSON_AUTO_PROPERTIES=0 GEOIP=0`), and the `http` load, A B C C B A, each on a fresh
- * service with the same two passes (no engine baselines); then the ratios defaults/off and web/http.
+ * service seeded with its file first (no engine baselines); then the ratios defaults/off and web/http.
  */
 import { join } from "node:path";
 import { fmt, type LoadResult } from "./harness";
@@ -54,7 +55,7 @@ export async function runWebCompare(work: string): Promise<void> {
   const bytes = { web: VARIANTS.defaults.write(bodies.defaults), http: VARIANTS.http.write(bodies.http) };
   console.log(
     `bench web-compare: web (~${fmt(bytes.web)} bytes an event) with the defaults and with ` +
-      `PERSON_AUTO_PROPERTIES=0 GEOIP=0, and http (~${fmt(bytes.http)} bytes), A B C C B A, two passes each`,
+      `PERSON_AUTO_PROPERTIES=0 GEOIP=0, and http (~${fmt(bytes.http)} bytes), A B C C B A, each seeded with its file first`,
   );
   const results: Record<Variant, LoadResult[]> = { defaults: [], off: [], http: [] };
   const order: readonly Variant[] = ["defaults", "off", "http", "http", "off", "defaults"];
@@ -68,7 +69,7 @@ export async function runWebCompare(work: string): Promise<void> {
   }
   const rate = (variant: Variant) => mean(results[variant].map((result) => result.rate));
   console.log(
-    `web-compare (second passes): web ${fmt(rate("defaults"))} events/s with the defaults, ${fmt(rate("off"))} ` +
+    `web-compare (measured loads): web ${fmt(rate("defaults"))} events/s with the defaults, ${fmt(rate("off"))} ` +
       `without automatic person properties and GeoIP, http ${fmt(rate("http"))}; ` +
       `defaults/off ×${(rate("defaults") / rate("off")).toFixed(2)}, web/http ×${(rate("defaults") / rate("http")).toFixed(2)}`,
   );

@@ -48,3 +48,18 @@ export function cachePerson(cache: PersonCache, person: Component): void {
   const size = Math.max(1, Math.ceil(person.bytes / person.members.size));
   for (const id of person.members) cache.set(id, person, { size });
 }
+
+/**
+ * Caches a person read from ClickHouse, if each of its IDs' `stored` link is the one its facts derive: a cached
+ * person's links are taken as stored as derived, which a failed write may have left otherwise (the next change
+ * reads it again). Whether it was cached.
+ */
+export function cacheRead(cache: PersonCache, person: Component, stored: (id: string) => Link | undefined): boolean {
+  const derived = { personId: person.personId, version: person.linkVersion };
+  for (const id of person.members) {
+    const link = stored(id);
+    if (link === undefined || link.personId !== derived.personId || link.version !== derived.version) return false;
+  }
+  cachePerson(cache, person);
+  return true;
+}

@@ -273,15 +273,24 @@ export class Component {
   }
 
   /**
-   * Whether a `location` fact repeats what is held: its `$set` (if any) the latest location's value, its
+   * Whether a `location` fact repeats what is held: its `$set` (if any) the latest location and each key's value, its
    * `$set_once` (if any) later than the earliest.
    */
   holdsLocation(fact: FactRow): boolean {
     const state = this.#location;
     if (state === undefined) return false;
     const [written, , , , set] = fact.last_write;
-    const repeats = written === 0 || (state.write[0] === 1 && state.write[4] === set);
+    const repeats = written === 0 || (state.write[0] === 1 && state.write[4] === set && this.#locationDecides(set));
     return repeats && compareTuples(fact.first_once, state.firstOnce) >= 0;
+  }
+
+  /** Whether the latest location decides each of its keys: no `$set` or `$unset` of the key's own is later. */
+  #locationDecides(set: string): boolean {
+    const latest = this.#location!.write;
+    return Object.keys(JSON.parse(set) as object).every((key) => {
+      const own = this.#properties.get(key)?.write;
+      return own === undefined || compareTuples(own, latest) < 0;
+    });
   }
 
   /** A copy that takes further facts without changing this one. */

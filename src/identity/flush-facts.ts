@@ -80,7 +80,10 @@ export function factsOf(
     const person = held.of(distinctId);
     const changing = (fact: FactRow) => person === undefined || person.changedBy(fact);
     if (identifies) own.push(...[identityFact("identified", distinctId, "", at)].filter(changing));
-    own.push(...explicitFacts(distinctId, at, intent.updates, person).filter(changing));
+    // a property fact goes in with its once fact: a lone once fact counts in no version, nor in a cached fold
+    own.push(
+      ...explicitFacts(distinctId, at, intent.updates, person).filter((f) => changing(f) || f.first_once[0] === 0),
+    );
     own.push(...automaticFacts(intent, at, person, own.length > 0));
     held.add(own);
     facts.push(...own);

@@ -26,8 +26,8 @@ export class Held {
   readonly #of: HeldOf;
   /** Each ID's person as held (null: not held). */
   readonly #byId = new Map<string, Person | null>();
-  /** The person held for each one given. */
-  readonly #given = new Map<Component, Person>();
+  /** The person held for each one given (null: joined to one not held). */
+  readonly #given = new Map<Component, Person | null>();
 
   constructor(of: HeldOf) {
     this.#of = of;
@@ -45,6 +45,8 @@ export class Held {
     const joined = x === null || y === null ? null : x;
     if (joined !== null) this.#own(joined).absorb(y!.view);
     for (const [id, person] of this.#byId) if (person === x || person === y) this.#byId.set(id, joined);
+    // the persons given may have IDs the flush has not named yet: those see the joined one too
+    for (const [given, person] of this.#given) if (person === x || person === y) this.#given.set(given, joined);
   }
 
   /** Folds facts the flush writes into the persons they describe. */
@@ -62,7 +64,8 @@ export class Held {
       if (given === undefined) person = null;
       else if (given === "none") person = { view: new Component(), copied: true };
       else {
-        person = this.#given.get(given) ?? { view: given, copied: false };
+        const seen = this.#given.get(given);
+        person = seen === undefined ? { view: given, copied: false } : seen;
         this.#given.set(given, person);
       }
       this.#byId.set(distinctId, person);

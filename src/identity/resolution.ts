@@ -31,8 +31,8 @@ export interface Prepared {
   /** The link of every distinct ID the events name that had one, from the cache or read. */
   readonly known: ReadonlyMap<string, Link>;
   /**
-   * Sole writer: the persons it did not cache, read before the facts (`#holdPersons`), by each of their IDs;
-   * `"none"` for an ID the read found no fact of.
+   * Sole writer: the persons it did not cache, read before the facts (`#holdPersons`), by each of their IDs (an
+   * empty one for an ID read and found to have no facts); `"none"` for an ID known without a read to have none.
    */
   readonly read: ReadonlyMap<string, Component | "none">;
 }

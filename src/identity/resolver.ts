@@ -2,7 +2,7 @@ import type { CapturedEvent } from "../contract";
 import type { ClickHouse } from "../storage";
 import type { CacheObserver, Preloaded } from "../telemetry";
 import { ArrivalClock } from "./arrival-clock";
-import { cachePerson, type LinkCache, linkCache, type PersonCache, personCache } from "./cache";
+import { cachePerson, cacheRead, type LinkCache, linkCache, type PersonCache, personCache } from "./cache";
 import { Component, components } from "./component";
 import { componentRows } from "./derive";
 import { type FactRow, stamped } from "./facts";
@@ -117,13 +117,14 @@ export class IdentityResolver {
     const unread = this.#complete ? missing.filter((id) => this.#unsure.has(id)) : missing;
     if (unread.length > 0) for (const [id, link] of await loadLinks(this.db, unread)) known.set(id, link);
     this.observeCache("links", wanted.size - unread.length, unread.length);
-    const read = await this.#holdPersons(intents, known);
+    // a personless link read back (not cached) may be one a failed write left beside facts of the ID
+    const cachedLinks = new Set(unread.length === 0 ? wanted : wanted.difference(new Set(unread)));
+    const noFacts = (id: string) =>
+      this.#isCertainlyNew(id, known) || (cachedLinks.has(id) && this.#hasNoFacts(known.get(id)));
+    const read = await this.#holdPersons(intents, known, noFacts);
     // What the flush holds for certain of a person: a sole writer holds all (cached, read just now, or none for an
     // ID that has no facts); beside other writers, nothing.
-    const held = (id: string) =>
-      this.#isCertainlyNew(id, known) || this.#hasNoFacts(known.get(id))
-        ? "none"
-        : (read.get(id) ?? this.#persons?.peek(id));
+    const held = (id: string) => read.get(id) ?? this.#persons?.peek(id);
     const arrival = () => this.#arrivals.next();
     return { facts: factsOf(intents, (id) => known.get(id), arrival, held), intents, known, read };
   }
@@ -132,12 +133,13 @@ export class IdentityResolver {
    * Sole writer: reads the persons of the IDs the events name that it neither caches nor knows to have no facts,
    * so that it holds every person its facts go to (`factsOf` writes only what changes one), and adds their stored
    * links to `known`. The flush would read them after writing its facts anyway; `resolve` derives them from this
-   * read and the flush's facts. Not cached before the flush is written: their links may not be as derived (a
-   * failed write).
+   * read and the flush's facts; `commit` caches those it wrote nothing to. An ID known to have no facts
+   * (`noFacts`) is in the result as `"none"`.
    */
   async #holdPersons(
     intents: readonly PersonIntent[],
     known: Map<string, Link>,
+    noFacts: (id: string) => boolean,
   ): Promise<Map<string, Component | "none">> {
     const held = new Map<string, Component | "none">();
     const persons = this.#persons;
@@ -146,13 +148,14 @@ export class IdentityResolver {
     for (const { event, linkedId, personless } of intents) {
       if (personless) continue;
       for (const id of [event.distinctId, linkedId]) {
-        if (id === undefined || unheld.has(id) || persons.has(id)) continue;
-        if (!this.#isCertainlyNew(id, known) && !this.#hasNoFacts(known.get(id))) unheld.add(id);
+        if (id === undefined || unheld.has(id) || held.has(id) || persons.has(id)) continue;
+        if (noFacts(id)) held.set(id, "none");
+        else unheld.add(id);
       }
     }
     if (unheld.size === 0) return held;
     const current = new Map(known);
-    for (const id of unheld) held.set(id, "none");
+    for (const id of unheld) held.set(id, new Component()); // read, and found to have no facts
     for (const person of await this.#readComponents(unheld, current, [])) {
       for (const id of person.members) held.set(id, person);
     }
@@ -172,11 +175,7 @@ export class IdentityResolver {
     const linkedBefore = new Map<Component, Component>();
     let readBefore = 0;
     const toRead = new Set<string>();
-    for (const { parts, cached, complete, read: wasRead } of this.#groupByCachedPerson(
-      components(facts),
-      known,
-      read,
-    )) {
+    for (const { parts, cached, complete, read: wasRead } of this.#groupByCachedPerson(components(facts), read)) {
       if (!complete) {
         for (const part of parts) for (const id of part.members) toRead.add(id);
         continue;
@@ -241,11 +240,7 @@ export class IdentityResolver {
    * each group complete if every ID is cached or certainly new: a sole writer derives a complete group with no
    * read. A group of only new IDs has no cached person: its facts are all there are.
    */
-  #groupByCachedPerson(
-    parts: readonly Component[],
-    known: ReadonlyMap<string, Link>,
-    read: ReadonlyMap<string, Component | "none">,
-  ): Set<CachedGroup> {
+  #groupByCachedPerson(parts: readonly Component[], read: ReadonlyMap<string, Component | "none">): Set<CachedGroup> {
     const groups = new Set<CachedGroup>();
     const groupOf = new Map<Component, CachedGroup>();
     for (const part of parts) {
@@ -253,8 +248,8 @@ export class IdentityResolver {
       groups.add(group);
       for (const id of part.members) {
         const wasRead = read.get(id);
-        if (wasRead !== undefined) group.read = true;
-        if (this.#isCertainlyNew(id, known) || this.#hasNoFacts(known.get(id)) || wasRead === "none") continue;
+        if (wasRead !== undefined && wasRead !== "none") group.read = true;
+        if (wasRead === "none") continue;
         const person = wasRead ?? this.#persons?.get(id);
         if (person === undefined) {
           group.complete = false;
@@ -336,6 +331,14 @@ export class IdentityResolver {
     const persons = this.#persons;
     if (persons === undefined) return;
     for (const component of resolution.derived) cachePerson(persons, component);
+    // persons read that the flush wrote nothing to: as stored, so cached too (their next page view reads nothing)
+    let untouched = 0;
+    for (const person of new Set(prepared.read.values())) {
+      if (person === "none" || person.members.size === 0) continue;
+      if ([...person.members].some((id) => resolution.links.has(id))) continue;
+      if (cacheRead(persons, person, (id) => prepared.known.get(id))) untouched++;
+    }
+    if (untouched > 0) this.observeCache("persons", 0, untouched);
   }
 
   /** After a failed write: forgets every ID the flush named, so no later flush trusts what it cached of them. */

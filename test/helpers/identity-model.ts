@@ -276,6 +276,15 @@ function clickhouseTime(iso: string): string {
   return `${iso.slice(0, 10)} ${iso.slice(11, 23)}000`;
 }
 
+/** No two rows of a person share a version with different content: `FINAL` and `argMax` would disagree. */
+export async function expectOneRowPerVersion(db: ClickHouse): Promise<void> {
+  const clashes = await db.rows(
+    `SELECT toString(id) AS id, toString(version) AS version, groupUniqArray(properties) AS contents
+     FROM ${db.table("persons")} GROUP BY id, version HAVING length(contents) > 1`,
+  );
+  expect(clashes).toEqual([]);
+}
+
 /** No distinct ID is on a deleted person, and every live person's primary ID is one of its own. */
 export async function expectNoSplitPersons(db: ClickHouse): Promise<void> {
   const [storedLinks, storedPersons] = await Promise.all([links(db), persons(db)]);

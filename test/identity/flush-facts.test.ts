@@ -140,6 +140,48 @@ describe("what a flush does not write", () => {
   });
 });
 
+describe("what a flush still writes (found by review)", () => {
+  test("a $set_once between the person's earliest and latest, after an $unset: its property fact goes in too", () => {
+    const held = person(
+      intent("u", 1, { $set_once: { plan: "a" } }),
+      intent("u", 3, { $unset: ["plan"] }),
+      intent("u", 10, { $set_once: { plan: "c" } }),
+    );
+    // alone, its once fact would count in no version and no cached fold, though it makes the value b
+    expect(names(flush([intent("u", 5, { $set_once: { plan: "b" } })], () => held))).toEqual([
+      "once:plan",
+      "property:plan",
+    ]);
+  });
+
+  test("after a merge in the flush, another ID of the person merged in sees the merged person", () => {
+    const a = person(
+      intent("a", 1, { $set_once: { plan: "free" }, $browser: "Firefox" }),
+      intent("a", 2, { alias: "a2" }, "$create_alias"),
+    );
+    const u = person(intent("u", 3, { $unset: ["plan"], $browser: "Chrome", $set: { y: 1 } }));
+    const facts = flush(
+      [
+        intent("u", 4, { $anon_distinct_id: "a" }, "$identify"),
+        intent("a2", 5, { $set_once: { plan: "pro" }, $browser: "Firefox" }),
+      ],
+      (id) => (id === "u" ? u : a),
+    );
+    // merged: plan's latest write is the $unset (so the $set_once counts), $browser Chrome (so Firefox is a change)
+    expect(names(facts)).toEqual(expect.arrayContaining(["property:plan", "property:$browser"]));
+  });
+
+  test("a location the latest location repeats is still written when a key's own $set came after it", () => {
+    const held = person(
+      intent("g", 1, { $geoip_city_name: "Paris", $set: { x: 1 } }),
+      intent("g", 2, { $set: { $geoip_city_name: "Berlin" } }),
+    );
+    expect(names(flush([intent("g", 3, { $geoip_city_name: "Paris", $set: { y: 1 } })], () => held))).toContain(
+      "location:",
+    );
+  });
+});
+
 describe("a sole writer, on posthog-js-shaped traffic", () => {
   let service: TestService;
   beforeAll(async () => {

@@ -46,6 +46,43 @@ const set = (distinctId: string, properties: object) => ({
 });
 
 describe("a sole writer (embedded: chDB locks the data directory to one process)", () => {
+  test("persons read after a restart that a flush wrote nothing to are cached: page views read once", async () => {
+    const first = await counted(true);
+    const page = { $current_url: "https://app/a", $browser: "Chrome" };
+    await first.capture([{ event: "$pageview", distinct_id: "pv", properties: { ...page, $set: { email: "x" } } }]);
+    await first.service.stop({ drop: false });
+    const database = first.service.config.clickhouse.database;
+    const { service, capture } = await counted(true, { CLICKHOUSE_DATABASE: database });
+    try {
+      const lookups = [];
+      for (let n = 0; n < 3; n++)
+        lookups.push(await capture([{ event: "$pageview", distinct_id: "pv", properties: page }]));
+      expect(lookups.map((flush) => flush.persons)).toEqual([{ hits: 0, misses: 1 }, undefined, undefined]);
+    } finally {
+      await service.stop();
+    }
+  });
+
+  test("a personless ID whose first profile failed to write: the next update keeps the failed one's facts", async () => {
+    const { service, capture } = await counted(true);
+    const table = service.db.table("persons");
+    try {
+      await capture([{ event: "$pageview", distinct_id: "pl", properties: { $process_person_profile: false } }]);
+      await service.db.command(`ALTER TABLE ${table} ADD CONSTRAINT refuse CHECK version = 0`);
+      const logged = spyOn(console, "error").mockImplementation(() => {});
+      try {
+        expect((await send(service, { api_key: KEY, batch: [set("pl", { a: 1 })] })).status).toBe(500);
+      } finally {
+        logged.mockRestore();
+        await service.db.command(`ALTER TABLE ${table} DROP CONSTRAINT refuse`);
+      }
+      await capture([set("pl", { b: 2 })]);
+      expect((await personOf(service.db, "pl"))?.properties).toEqual({ a: 1, b: 2 });
+    } finally {
+      await service.stop();
+    }
+  });
+
   test("knows a new ID without a read, and derives a person from the facts it cached: no reads at all", async () => {
     const { service, capture } = await counted(true);
     try {

@@ -268,8 +268,9 @@ export class Component {
   holdsOnceBefore(key: string, at: When): boolean {
     const state = this.#properties.get(key);
     if (state === undefined || (state.write[0] === 1 && state.write[3] === 1)) return false;
-    const once = state.firstOnce;
-    return once[0] === 0 && compareTuples([once[1], once[2]], at) < 0;
+    const [absent, onceAt, arrival] = state.firstOnce;
+    // timestamps are ASCII: `<` orders them as ClickHouse does
+    return absent === 0 && (onceAt === at[0] ? arrival < at[1] : onceAt < at[0]);
   }
 
   /**

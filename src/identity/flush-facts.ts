@@ -104,13 +104,12 @@ function explicitFacts(
 ): FactRow[] {
   if (updates === undefined) return [];
   const writes = new Map<string, readonly [0 | 1, string]>();
-  for (const [key, value] of Object.entries(updates.set ?? {}))
-    writes.set(key.toWellFormed(), [0, JSON.stringify(value)]);
+  for (const key in updates.set) writes.set(key.toWellFormed(), [0, JSON.stringify(updates.set[key])]);
   for (const key of updates.unset ?? []) writes.set(key.toWellFormed(), [1, ""]);
   const onces = new Map<string, string>();
-  for (const [key, value] of Object.entries(updates.setOnce ?? {})) {
+  for (const key in updates.setOnce) {
     const name = key.toWellFormed();
-    if (person?.holdsOnceBefore(name, at) !== true) onces.set(name, JSON.stringify(value));
+    if (person?.holdsOnceBefore(name, at) !== true) onces.set(name, JSON.stringify(updates.setOnce[key]));
   }
   const facts: FactRow[] = [];
   for (const key of new Set([...writes.keys(), ...onces.keys()])) {
@@ -133,16 +132,25 @@ function automaticFacts(intent: PersonIntent, at: When, person: Component | unde
   const facts: FactRow[] = [];
   const riding: FactRow[] = [];
   const unset = new Set(explicit?.unset);
-  for (const [key, value] of Object.entries(automatic?.set ?? {})) {
-    if (explicit?.set?.[key] !== undefined || unset.has(key)) continue;
-    const json = JSON.stringify(value);
+  /** The `$set` of `key`, unless the person holds that value already (or a later one). */
+  const setOf = (key: string): FactRow | undefined => {
+    const json = JSON.stringify(automatic!.set[key]);
     const fact = propertyFact(distinctId, key, at, [0, json], undefined);
-    if (person === undefined) riding.push(fact);
-    else if (!person.holdsValue(key, json) && person.changedBy(fact)) (churns(key) ? riding : facts).push(fact);
+    return person === undefined || (!person.holdsValue(key, json) && person.changedBy(fact)) ? fact : undefined;
+  };
+  const churning: string[] = [];
+  for (const key in automatic?.set) {
+    if (explicit?.set?.[key] !== undefined || unset.has(key)) continue;
+    // page and device keys only matter if something else changes: compared then
+    if (person !== undefined && churns(key)) churning.push(key);
+    else {
+      const fact = setOf(key);
+      if (fact !== undefined) (person === undefined ? riding : facts).push(fact);
+    }
   }
-  for (const [key, value] of Object.entries(automatic?.setOnce ?? {})) {
+  for (const key in automatic?.setOnce) {
     if (explicit?.setOnce?.[key] !== undefined || person?.holdsOnceBefore(key, at)) continue;
-    const json = JSON.stringify(value);
+    const json = JSON.stringify(automatic.setOnce[key]);
     (person === undefined ? riding : facts).push(
       propertyFact(distinctId, key, at, undefined, json),
       onceFact(distinctId, key, at, json),
@@ -153,6 +161,10 @@ function automaticFacts(intent: PersonIntent, at: When, person: Component | unde
       ? changes || explicit !== undefined || automatic?.changes === true
       : changes || facts.length > 0;
   if (!changed) return [];
+  for (const key of churning) {
+    const fact = setOf(key);
+    if (fact !== undefined) riding.push(fact);
+  }
   const located = location === undefined ? undefined : locationFactOf(distinctId, at, location, explicit);
   if (
     located !== undefined &&
@@ -169,22 +181,31 @@ function automaticFacts(intent: PersonIntent, at: When, person: Component | unde
  * of these and of the rows apart agree, versions included, so a flush writes no row it would merge away anyway.
  */
 export function coalesced(facts: readonly FactRow[]): FactRow[] {
-  const byKey = new Map<string, FactRow>();
+  // by ID, then kind and name: no key text made for every fact; `once` facts are named by their time, unique
+  const byId = new Map<string, Map<string, number>>();
+  const rows: FactRow[] = [];
   for (const fact of facts) {
-    const key = `${fact.distinct_id}\u0000${fact.kind}\u0000${fact.name}`;
-    const seen = byKey.get(key);
-    if (seen === undefined) {
-      byKey.set(key, fact);
+    if (fact.kind === "once") {
+      rows.push(fact);
       continue;
     }
-    byKey.set(key, {
+    const seenOfId = byId.get(fact.distinct_id) ?? new Map<string, number>();
+    byId.set(fact.distinct_id, seenOfId);
+    const name = fact.kind === "property" ? fact.name : `${fact.kind}\u0000${fact.name}`;
+    const index = seenOfId.get(name);
+    if (index === undefined) {
+      seenOfId.set(name, rows.push(fact) - 1);
+      continue;
+    }
+    const seen = rows[index]!;
+    rows[index] = {
       ...seen,
       at: compareTuples(fact.at, seen.at) < 0 ? fact.at : seen.at,
       last_write: compareTuples(fact.last_write, seen.last_write) > 0 ? fact.last_write : seen.last_write,
       first_once: compareTuples(fact.first_once, seen.first_once) < 0 ? fact.first_once : seen.first_once,
       last_once: compareTuples(fact.last_once, seen.last_once) > 0 ? fact.last_once : seen.last_once,
       writes: seen.writes + fact.writes,
-    });
+    };
   }
-  return byKey.size === facts.length ? [...facts] : [...byKey.values()];
+  return rows;
 }

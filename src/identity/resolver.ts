@@ -324,7 +324,10 @@ export class IdentityResolver {
 
   /** After the flush's rows are written: caches what it learned. */
   commit(prepared: Prepared, resolution: Resolution): void {
-    for (const [id, link] of prepared.known) if (!resolution.links.has(id)) this.#links.set(id, link);
+    // links the cache served are in it already (a read updated their recency): set only those read
+    for (const [id, link] of prepared.known) {
+      if (!resolution.links.has(id) && this.#links.peek(id) !== link) this.#links.set(id, link);
+    }
     for (const [id, link] of resolution.links) this.#links.set(id, link);
     // every ID the flush named now has its link in the cache (identity rule 4)
     if (this.#unsure.size > 0) for (const id of resolution.links.keys()) this.#unsure.delete(id);

@@ -118,9 +118,9 @@ export class IdentityResolver {
     if (unread.length > 0) for (const [id, link] of await loadLinks(this.db, unread)) known.set(id, link);
     this.observeCache("links", wanted.size - unread.length, unread.length);
     // a personless link read back (not cached) may be one a failed write left beside facts of the ID
-    const cachedLinks = new Set(unread.length === 0 ? wanted : wanted.difference(new Set(unread)));
+    const readBack = new Set(unread);
     const noFacts = (id: string) =>
-      this.#isCertainlyNew(id, known) || (cachedLinks.has(id) && this.#hasNoFacts(known.get(id)));
+      this.#isCertainlyNew(id, known) || (!readBack.has(id) && this.#hasNoFacts(known.get(id)));
     const read = await this.#holdPersons(intents, known, noFacts);
     // What the flush holds for certain of a person: a sole writer holds all (cached, read just now, or none for an
     // ID that has no facts); beside other writers, nothing.

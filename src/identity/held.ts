@@ -13,21 +13,23 @@ export type HeldOf = (distinctId: string) => Component | "none" | undefined;
 interface Person {
   view: Component;
   copied: boolean;
+  /** Set once the flush joined it to another: the person that holds it from then on (null: one not held). */
+  into?: Person | null;
 }
 
 /**
  * The persons a flush's facts go to, as far as it holds them for certain, with the facts the flush has written so
  * far folded in: what `factsOf` compares an event's updates with, so that it writes only what changes something.
  * A person given is copied before the flush's first fact of it (the cache learns the flush only once its rows are
- * written); two IDs of one person share it, and IDs the flush joins share theirs from then on. A person joined to
- * one it does not hold is no longer held.
+ * written); two IDs of one person share it, and IDs the flush joins share theirs from then on, named already or
+ * not. A person joined to one it does not hold is no longer held.
  */
 export class Held {
   readonly #of: HeldOf;
-  /** Each ID's person as held (null: not held). */
+  /** Each ID's person as first found (null: not held); `into` leads to the one that holds it now. */
   readonly #byId = new Map<string, Person | null>();
-  /** The person held for each one given (null: joined to one not held). */
-  readonly #given = new Map<Component, Person | null>();
+  /** The person held for each one given, so that its IDs share it. */
+  readonly #given = new Map<Component, Person>();
 
   constructor(of: HeldOf) {
     this.#of = of;
@@ -44,9 +46,7 @@ export class Held {
     if (x === y) return;
     const joined = x === null || y === null ? null : x;
     if (joined !== null) this.#own(joined).absorb(y!.view);
-    for (const [id, person] of this.#byId) if (person === x || person === y) this.#byId.set(id, joined);
-    // the persons given may have IDs the flush has not named yet: those see the joined one too
-    for (const [given, person] of this.#given) if (person === x || person === y) this.#given.set(given, joined);
+    for (const person of [x, y]) if (person !== null && person !== joined) person.into = joined;
   }
 
   /** Folds facts the flush writes into the persons they describe. */
@@ -64,12 +64,12 @@ export class Held {
       if (given === undefined) person = null;
       else if (given === "none") person = { view: new Component(), copied: true };
       else {
-        const seen = this.#given.get(given);
-        person = seen === undefined ? { view: given, copied: false } : seen;
+        person = this.#given.get(given) ?? { view: given, copied: false };
         this.#given.set(given, person);
       }
       this.#byId.set(distinctId, person);
     }
+    while (person !== null && person.into !== undefined) person = person.into;
     return person;
   }
 

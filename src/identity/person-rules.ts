@@ -60,6 +60,17 @@ export interface PersonIntent {
   readonly location: PersonLocation | undefined;
 }
 
+/** The distinct IDs intents name, their events' own and the ones they link; `profiles`: of events that are not personless. */
+export function namedIds(intents: readonly PersonIntent[], { profiles = false } = {}): Set<string> {
+  const ids = new Set<string>();
+  for (const { event, linkedId, personless } of intents) {
+    if (profiles && personless) continue;
+    ids.add(event.distinctId);
+    if (linkedId !== undefined) ids.add(linkedId);
+  }
+  return ids;
+}
+
 /** What an event asks of its person; with `automatic`, PostHog's automatic person properties too. */
 export function personIntentOf(event: CapturedEvent, automatic = false): PersonIntent {
   const personless = event.personless === true;

@@ -10,7 +10,7 @@ import { factsOf } from "./flush-facts";
 import { fillOnceGaps, gatherFacts } from "./gather";
 import { legacyFacts } from "./legacy";
 import { isPersonless, type Link, PERSONLESS, personIdFor } from "./person";
-import { type PersonIntent, personIntentOf } from "./person-rules";
+import { namedIds, type PersonIntent, personIntentOf } from "./person-rules";
 import {
   allLinks,
   loadLinks,
@@ -101,7 +101,7 @@ export class IdentityResolver {
   /** The facts of a flush's events: needs the links of the IDs they name, from the cache or ClickHouse. */
   async prepare(events: readonly CapturedEvent[]): Promise<Prepared> {
     const intents = events.map((event) => personIntentOf(event, this.options.automaticProperties));
-    const wanted = new Set(intents.flatMap(({ event, linkedId }) => [event.distinctId, linkedId ?? event.distinctId]));
+    const wanted = namedIds(intents);
     // A cached link is safe to take whoever else writes: a link only ever moves, it is never removed, so an ID
     // the cache holds has one. Which person it points at is settled by `resolve` for every ID whose event
     // changes anything; the others take it as the person of their event, up to the cache's TTL old.
@@ -145,13 +145,10 @@ export class IdentityResolver {
     const persons = this.#persons;
     if (persons === undefined) return held;
     const unheld = new Set<string>();
-    for (const { event, linkedId, personless } of intents) {
-      if (personless) continue;
-      for (const id of [event.distinctId, linkedId]) {
-        if (id === undefined || unheld.has(id) || held.has(id) || persons.has(id)) continue;
-        if (noFacts(id)) held.set(id, "none");
-        else unheld.add(id);
-      }
+    for (const id of namedIds(intents, { profiles: true })) {
+      if (persons.has(id)) continue;
+      if (noFacts(id)) held.set(id, "none");
+      else unheld.add(id);
     }
     if (unheld.size === 0) return held;
     const current = new Map(known);
@@ -188,9 +185,8 @@ export class IdentityResolver {
         continue;
       }
       derived.push(whole);
-      const [only] = cached;
       if (wasRead) readBefore++;
-      else if (cached.size === 1) linkedBefore.set(whole, only!);
+      else if (cached.size === 1) linkedBefore.set(whole, [...cached][0]!);
     }
     const fromCache = derived.length - readBefore;
     if (toRead.size > 0) derived.push(...(await this.#readComponents(toRead, current, facts)));
@@ -337,8 +333,8 @@ export class IdentityResolver {
     // persons read that the flush wrote nothing to: as stored, so cached too (their next page view reads nothing)
     let untouched = 0;
     for (const person of new Set(prepared.read.values())) {
-      if (person === "none" || person.members.size === 0) continue;
-      if ([...person.members].some((id) => resolution.links.has(id))) continue;
+      const found = person !== "none" && person.members.size > 0; // not an ID read and found to have no facts
+      if (!found || [...person.members].some((id) => resolution.links.has(id))) continue;
       if (cacheRead(persons, person, (id) => prepared.known.get(id))) untouched++;
     }
     if (untouched > 0) this.observeCache("persons", 0, untouched);

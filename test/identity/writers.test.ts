@@ -3,7 +3,7 @@ import type { IdentityOptions } from "../../src/identity";
 import { personIdFor } from "../../src/identity";
 import type { StorageObserver } from "../../src/telemetry";
 import { count, events, personOf, persons } from "../helpers/rows";
-import { send, startService } from "../helpers/service";
+import { send, startService, type TestService } from "../helpers/service";
 
 const KEY = "key-1";
 
@@ -39,6 +39,19 @@ async function counted(
   return { service, capture };
 }
 
+/** Sends `batch` while `table` refuses every row (a constraint), so the flush fails part-way: answered 500. */
+async function refused(service: TestService, table: string, batch: object[]): Promise<void> {
+  const name = service.db.table(table);
+  await service.db.command(`ALTER TABLE ${name} ADD CONSTRAINT refuse CHECK version = 0`);
+  const logged = spyOn(console, "error").mockImplementation(() => {});
+  try {
+    expect((await send(service, { api_key: KEY, batch })).status).toBe(500);
+  } finally {
+    logged.mockRestore();
+    await service.db.command(`ALTER TABLE ${name} DROP CONSTRAINT refuse`);
+  }
+}
+
 const set = (distinctId: string, properties: object) => ({
   event: "$set",
   distinct_id: distinctId,
@@ -65,17 +78,9 @@ describe("a sole writer (embedded: chDB locks the data directory to one process)
 
   test("a personless ID whose first profile failed to write: the next update keeps the failed one's facts", async () => {
     const { service, capture } = await counted(true);
-    const table = service.db.table("persons");
     try {
       await capture([{ event: "$pageview", distinct_id: "pl", properties: { $process_person_profile: false } }]);
-      await service.db.command(`ALTER TABLE ${table} ADD CONSTRAINT refuse CHECK version = 0`);
-      const logged = spyOn(console, "error").mockImplementation(() => {});
-      try {
-        expect((await send(service, { api_key: KEY, batch: [set("pl", { a: 1 })] })).status).toBe(500);
-      } finally {
-        logged.mockRestore();
-        await service.db.command(`ALTER TABLE ${table} DROP CONSTRAINT refuse`);
-      }
+      await refused(service, "persons", [set("pl", { a: 1 })]);
       await capture([set("pl", { b: 2 })]);
       expect((await personOf(service.db, "pl"))?.properties).toEqual({ a: 1, b: 2 });
     } finally {
@@ -181,19 +186,11 @@ describe("a sole writer (embedded: chDB locks the data directory to one process)
 
   test("after a failed write it trusts nothing the flush touched, and reads it all again", async () => {
     const { service, capture } = await counted(true);
-    const table = service.db.table("person_distinct_ids");
     try {
       await capture([set("f-user", { a: 1 }), { event: "$pageview", distinct_id: "f-anon" }]);
       // Facts and persons are written, then the links insert fails: ClickHouse holds what the cache never saw.
-      await service.db.command(`ALTER TABLE ${table} ADD CONSTRAINT refuse CHECK version = 0`);
       const identify = { event: "$identify", distinct_id: "f-user", properties: { $anon_distinct_id: "f-anon" } };
-      const logged = spyOn(console, "error").mockImplementation(() => {});
-      try {
-        expect((await send(service, { api_key: KEY, batch: [identify] })).status).toBe(500);
-      } finally {
-        logged.mockRestore();
-        await service.db.command(`ALTER TABLE ${table} DROP CONSTRAINT refuse`);
-      }
+      await refused(service, "person_distinct_ids", [identify]);
       expect(await capture([identify])).toEqual({
         links: { hits: 0, misses: 2 },
         persons: { hits: 0, misses: 1 },
@@ -210,19 +207,13 @@ describe("a sole writer (embedded: chDB locks the data directory to one process)
 
   test("past 10,000 IDs left unsure by failed writes, it reads every ID it does not hold", async () => {
     const { service, capture } = await counted(true);
-    const table = service.db.table("person_distinct_ids");
     /** A batch of new IDs whose links insert fails, so each of them is left unsure. */
-    const failing = async (prefix: string, count: number) => {
-      await service.db.command(`ALTER TABLE ${table} ADD CONSTRAINT refuse CHECK version = 0`);
-      const logged = spyOn(console, "error").mockImplementation(() => {});
-      try {
-        const batch = Array.from({ length: count }, (_, i) => ({ event: "$pageview", distinct_id: `${prefix}-${i}` }));
-        expect((await send(service, { api_key: KEY, batch })).status).toBe(500);
-      } finally {
-        logged.mockRestore();
-        await service.db.command(`ALTER TABLE ${table} DROP CONSTRAINT refuse`);
-      }
-    };
+    const failing = (prefix: string, count: number) =>
+      refused(
+        service,
+        "person_distinct_ids",
+        Array.from({ length: count }, (_, i) => ({ event: "$pageview", distinct_id: `${prefix}-${i}` })),
+      );
     const pageview = (distinctId: string) => capture([{ event: "$pageview", distinct_id: distinctId }]);
     try {
       await failing("a", 5_000);

@@ -206,7 +206,10 @@ export interface LoadResult {
   readonly wrkCpuPercent: number;
   /** Mean events per flush during the load. */
   readonly flushEvents: number;
-  /** Mean milliseconds per flush in each phase, and between one flush and the next (answering, the clients). */
+  /**
+   * Mean milliseconds per flush in each phase, and between one flush and the next (answering, the clients):
+   * negative where a flush began before the previous one had finished (its events still going in).
+   */
   readonly phaseMs: Readonly<Record<(typeof PHASES)[number] | "between", number>>;
   /** Flushes during the load, and how many of them took longer than each of SLOW_FLUSH_SECONDS. */
   readonly flushCount: number;
@@ -450,7 +453,7 @@ export function printLoad(label: string, result: LoadResult): void {
   console.log(
     `  ${"".padEnd(16)} a flush (means): ${Object.entries(phases)
       .map(([phase, value]) => `${phase} ${ms(value)} ms`)
-      .join(", ")}; between flushes ${ms(between)} ms`,
+      .join(", ")}; ${between >= 0 ? `between flushes ${ms(between)} ms` : `flushes overlapped by ${ms(-between)} ms`}`,
   );
   const slow = SLOW_FLUSH_SECONDS.map((le) => `${result.slowFlushes[le]} over ${Number(le) * 1000} ms`);
   console.log(`  ${"".padEnd(16)} ${fmt(result.flushCount)} flushes, ${slow.join(", ")}`);

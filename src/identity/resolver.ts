@@ -48,7 +48,7 @@ const MAX_UNSURE = 10_000;
  * Resolves distinct IDs to persons (docs/identity.md). Facts go in first (`prepare`, then the caller writes
  * them); then `resolve` reads every fact of the persons they touch and derives those persons and links from the
  * facts alone, so whichever instance derives them last, with all facts in view, writes rows no other instance's
- * can outrank (docs/scale-out.md). Flushes come one at a time (the group commit does that).
+ * can outrank (docs/scale-out.md). Flushes are resolved one at a time (the group commit does that).
  */
 export class IdentityResolver {
   readonly #links: LinkCache;
@@ -318,7 +318,7 @@ export class IdentityResolver {
     }
   }
 
-  /** After the flush's rows are written: caches what it learned. */
+  /** After the flush's identity rows are written (its events may still be going in): caches what it learned. */
   commit(prepared: Prepared, resolution: Resolution): void {
     // links the cache served are in it already (a read updated their recency): set only those read
     for (const [id, link] of prepared.known) {

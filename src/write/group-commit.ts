@@ -20,10 +20,17 @@ export interface GroupCommitOptions {
 }
 
 /**
- * A serial writer with group commit. One flush runs at a time; each takes every submission that arrived while
- * the previous one ran (up to `maxItems` items), in arrival order. So concurrent requests become few large
- * inserts, and whatever a flush does (identity resolution) sees the requests one after another, never
- * interleaved.
+ * Writes a group. Calling `release` lets the next group's flush begin while this one finishes: the flush says when
+ * the part that must see groups one at a time is done (identity resolution), so that the rest (the events insert)
+ * overlaps the next group's. A flush that never calls it runs alone.
+ */
+export type Flush<T> = (items: readonly T[], release: () => void) => Promise<void>;
+
+/**
+ * A writer with group commit. Each flush takes every submission that arrived while the previous one ran (up to
+ * `maxItems` items), in arrival order. So concurrent requests become few large inserts, and the serial part of a
+ * flush (identity resolution) sees the requests one after another, never interleaved. At most two flushes are in
+ * flight: one in its serial part, the one before it finishing.
  *
  * A submission's promise settles when its flush has finished: resolved means written. A failed flush costs the
  * group once: all of it fails together, unless `isolates` says the failure may be one submission's own, and
@@ -32,15 +39,19 @@ export interface GroupCommitOptions {
  */
 export class GroupCommit<T> {
   readonly #queue: Submission<T>[] = [];
+  /** Halves of groups that failed, flushed before anything newer, each alone. */
+  readonly #splits: Submission<T>[][] = [];
   #queuedItems = 0;
   #running: Promise<void> | undefined;
+  /** The last flush started, until it settles: the one a new flush may overlap. */
+  #previous: Promise<void> | undefined;
   /** Submissions the next flush waits for (up to `lingerMs`): those the last flush answered and those waiting then. */
   #expected = 0;
   /** Ends the current wait early, once enough has arrived. */
   #endWait: (() => void) | undefined;
 
   constructor(
-    private readonly flush: (items: readonly T[]) => Promise<void>,
+    private readonly flush: Flush<T>,
     private readonly options: GroupCommitOptions,
   ) {}
 
@@ -60,17 +71,27 @@ export class GroupCommit<T> {
 
   /** Settles once everything submitted so far has been flushed (or has failed). */
   async drain(): Promise<void> {
-    while (this.#running !== undefined) await this.#running;
+    while (this.#running !== undefined || this.#previous !== undefined) await (this.#running ?? this.#previous);
   }
 
   async #run(): Promise<void> {
-    while (this.#queue.length > 0) {
-      if (this.#waits()) await this.#linger();
-      await this.#flushGroup(this.#takeGroup());
+    while (this.#splits.length > 0 || this.#queue.length > 0) {
+      let group = this.#splits.shift();
+      if (group === undefined) {
+        if (this.#waits()) await this.#linger();
+        group = this.#takeGroup();
+      }
+      const { promise: released, resolve: release } = Promise.withResolvers<void>();
+      const flushed = this.#flushGroup(group, release);
+      await Promise.race([released, flushed]);
+      await this.#previous; // at most two in flight
+      const settled: Promise<void> = flushed.then(() => {
+        if (this.#previous === settled) this.#previous = undefined;
+      });
+      this.#previous = settled;
     }
     this.#running = undefined;
   }
-
   /**
    * Without it, clients that keep sending (SDKs, 16 connections of a load test) split into two groups that take
    * turns, each flush half the size it could be; every flush has a fixed cost (an insert, a part to merge), so
@@ -107,17 +128,18 @@ export class GroupCommit<T> {
     return this.#queue.splice(0, taken);
   }
 
-  async #flushGroup(group: readonly Submission<T>[]): Promise<void> {
+  /** Never rejects: a group that fails is answered, or split into halves that the run flushes next. */
+  async #flushGroup(group: readonly Submission<T>[], release: () => void): Promise<void> {
     try {
-      await this.flush(group.length === 1 ? group[0]!.items : group.flatMap((submission) => submission.items));
+      await this.flush(group.length === 1 ? group[0]!.items : group.flatMap((submission) => submission.items), release);
     } catch (error) {
       if (group.length === 1 || !this.options.isolates(error)) {
         this.#answer(group, (submission) => submission.reject(error));
         return;
       }
       const half = Math.ceil(group.length / 2);
-      await this.#flushGroup(group.slice(0, half));
-      await this.#flushGroup(group.slice(half));
+      this.#splits.unshift(group.slice(0, half), group.slice(half));
+      this.#running ??= this.#run();
       return;
     }
     this.#answer(group, (submission) => submission.resolve());

@@ -13,7 +13,7 @@ import { ClickHouse, consistencyOf, createSchema, isDataError, literal, tuneEmbe
 import type { FlushPhases, IdentityRows, StorageObserver } from "../telemetry";
 import { GroupCommit } from "./group-commit";
 import { REPAIR_BATCH_IDS, RepairSweep } from "./repair";
-import { eventInserts, eventRow } from "./rows";
+import { type EventRow, eventInserts, eventRow } from "./rows";
 
 export interface StorageOptions {
   readonly clickhouse: ClickHouseConfig;
@@ -69,6 +69,8 @@ export class Storage implements EventSink {
   readonly #commits: GroupCommit<CapturedEvent>;
   readonly #observer: StorageObserver | undefined;
   readonly #maxQueuedEvents: number;
+  /** The last flush's events insert, settled: the next one starts after it. */
+  #eventsInserted: Promise<unknown> = Promise.resolve();
   #closed = false;
 
   private constructor(
@@ -92,7 +94,7 @@ export class Storage implements EventSink {
       },
       observer,
     );
-    this.#commits = new GroupCommit((events) => this.#write(events), {
+    this.#commits = new GroupCommit((events, release) => this.#write(events, release), {
       maxItems: options.maxFlushEvents,
       isolates: isDataError,
       lingerMs: options.flushLingerMs,
@@ -173,13 +175,14 @@ export class Storage implements EventSink {
    * Facts go in first, then the persons derived from them, then at once the links and the events that point to
    * those persons: whatever a failure part-way leaves, no link or event points to a person not stored. Nothing
    * a retry cannot finish either: the retry writes its facts again (a fact written twice says nothing new) and
-   * derives the same persons and links from them (docs/scale-out.md).
+   * derives the same persons and links from them (docs/scale-out.md). Once the links are in, the next flush may
+   * begin while this one's events are still going in (`release`).
    */
-  async #write(events: readonly CapturedEvent[]): Promise<void> {
+  async #write(events: readonly CapturedEvent[], release: () => void): Promise<void> {
     const started = performance.now();
     let written: { phases: FlushPhases; rows: IdentityRows };
     try {
-      written = await this.#resolveAndInsert(events);
+      written = await this.#resolveAndInsert(events, release);
     } catch (error) {
       this.#observer?.flushFailed(events.length, (performance.now() - started) / 1000, error);
       throw error;
@@ -187,12 +190,17 @@ export class Storage implements EventSink {
     this.#observer?.flushed(events.length, (performance.now() - started) / 1000, written.phases, written.rows);
   }
 
-  async #resolveAndInsert(events: readonly CapturedEvent[]): Promise<{ phases: FlushPhases; rows: IdentityRows }> {
+  async #resolveAndInsert(
+    events: readonly CapturedEvent[],
+    release: () => void,
+  ): Promise<{ phases: FlushPhases; rows: IdentityRows }> {
     const timer = phaseTimer();
     const prepared = await this.#identity.prepare(events);
     let identity = timer();
     const factsAt = new Date();
     const groupFacts = groupFactsOf(events);
+    let inserted: Promise<number> | undefined;
+    let committed = false;
     try {
       await this.#db.insert("identity_facts", stamped(prepared.facts, factsAt));
       await this.#db.insert("group_facts", groupFacts);
@@ -206,14 +214,12 @@ export class Storage implements EventSink {
       // after the persons: an override always names a stored person
       await this.#db.insert("person_overrides", resolution.overrides);
       const persons = timer();
-      const [links, inserted] = await Promise.all([
-        timed(() => this.#db.insert("person_distinct_ids", resolution.distinctIds)),
-        timed(async () => {
-          for (const insert of eventInserts(rows)) await this.#eventsDb.insert("events", insert);
-        }),
-      ]);
-      timer();
+      inserted = this.#insertEvents(rows);
+      await this.#db.insert("person_distinct_ids", resolution.distinctIds);
+      const links = timer();
       this.#identity.commit(prepared, resolution);
+      committed = true;
+      release();
       const identityRows: IdentityRows = {
         identity_facts: prepared.facts.length,
         group_facts: groupFacts.length,
@@ -222,12 +228,29 @@ export class Storage implements EventSink {
         person_overrides: resolution.overrides.length,
         person_distinct_ids: resolution.distinctIds.length,
       };
-      return { phases: { identity, facts, persons, links, events: inserted }, rows: identityRows };
+      return { phases: { identity, facts, persons, links, events: await inserted }, rows: identityRows };
     } catch (error) {
-      this.#identity.abandon(prepared);
-      if (prepared.facts.length > 0) this.#repairs.failed(factsAt.getTime());
+      await inserted?.catch(() => {}); // settled before the flush is: the next one's events come after it
+      if (!committed) {
+        this.#identity.abandon(prepared);
+        if (prepared.facts.length > 0) this.#repairs.failed(factsAt.getTime());
+      }
       throw error;
     }
+  }
+
+  /**
+   * Inserts a flush's events once the previous flush's are in (the events session runs one query at a time), and
+   * says how long its own insert took, in seconds.
+   */
+  #insertEvents(rows: readonly EventRow[]): Promise<number> {
+    const inserted = this.#eventsInserted.then(() =>
+      timed(async () => {
+        for (const insert of eventInserts(rows)) await this.#eventsDb.insert("events", insert);
+      }),
+    );
+    this.#eventsInserted = inserted.catch(() => {});
+    return inserted;
   }
 }
 

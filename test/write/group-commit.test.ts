@@ -111,6 +111,69 @@ describe("GroupCommit", () => {
     await commits.drain(); // idle: returns at once
   });
 
+  describe("release", () => {
+    /** A flush that lets the next one begin at once, then finishes when the test says (or fails on 13). */
+    function overlapping() {
+      const flushes: number[][] = [];
+      const finish: (() => void)[] = [];
+      const flush = async (items: readonly number[], release: () => void) => {
+        flushes.push([...items]);
+        release();
+        await new Promise<void>((resolve) => finish.push(resolve));
+        if (items.includes(13)) throw new Error(`refused ${items.join(",")}`);
+      };
+      return { flushes, finish: (index: number) => finish[index]!(), flush };
+    }
+
+    test("the next group's flush begins beside a released one; a third waits until the first has finished", async () => {
+      const o = overlapping();
+      const commits = new GroupCommit(o.flush, { maxItems: 1, isolates, lingerMs: 0 });
+      let answered = 0;
+      const written = [1, 2, 3].map((item) => commits.submit([item]).then(() => answered++));
+      await Bun.sleep(5);
+      expect(o.flushes).toEqual([[1], [2]]);
+      expect(answered).toBe(0); // released is not written: each is answered when its flush finishes
+      o.finish(0);
+      await written[0];
+      await Bun.sleep(5);
+      expect(o.flushes).toEqual([[1], [2], [3]]);
+      expect(answered).toBe(1);
+      o.finish(1);
+      o.finish(2);
+      await Promise.all(written);
+      expect(answered).toBe(3);
+    });
+
+    test("a released flush that fails for one submission's data is split, and only that one fails", async () => {
+      const o = overlapping();
+      const commits = new GroupCommit(o.flush, { maxItems: 100, isolates, lingerMs: 0 });
+      const first = commits.submit([1]);
+      const group = [commits.submit([2]), commits.submit([13]), commits.submit([3])];
+      // finish every flush as it comes, in order
+      let finished = 0;
+      const settled = Promise.allSettled([first, ...group]);
+      while (finished < 6) {
+        await Bun.sleep(2);
+        while (finished < o.flushes.length) o.finish(finished++);
+      }
+      expect((await settled).map((s) => s.status)).toEqual(["fulfilled", "fulfilled", "rejected", "fulfilled"]);
+      expect(o.flushes.slice(0, 2)).toEqual([[1], [2, 13, 3]]);
+      // the halves, each alone; the failing one is flushed by itself in the end
+      expect(o.flushes.slice(2).sort()).toEqual([[13], [2], [2, 13], [3]].sort());
+      await commits.drain();
+    });
+
+    test("drain waits for a released flush to finish", async () => {
+      const o = overlapping();
+      const commits = new GroupCommit(o.flush, { maxItems: 100, isolates, lingerMs: 0 });
+      let done = false;
+      void commits.submit([1]).then(() => (done = true));
+      setTimeout(() => o.finish(0), 10);
+      await commits.drain();
+      expect(done).toBe(true);
+    });
+  });
+
   describe("lingerMs", () => {
     /**
      * Two clients that keep sending: 1 is flushed alone while 2 waits; once 1 is answered the next flush expects

@@ -88,6 +88,39 @@ test("past maxQueuedEvents new events are refused with a retryable 503; a batch 
   ]);
 });
 
+test("flushes overlap, and a batch is answered only once its events, persons and links are stored", async () => {
+  const config = loadConfig({ ...clickhouseEnv(), CLICKHOUSE_DATABASE: service.config.clickhouse.database });
+  // a flush a batch: the next one resolves identity while this one's events go in
+  const storage = await Storage.open({ ...storageOptions(config), maxFlushEvents: 300 });
+  const batches = await Promise.all(
+    Array.from({ length: 6 }, (_, b) =>
+      captured(
+        Array.from({ length: 300 }, (_, i) => ({
+          event: `overlap_${b}`,
+          distinct_id: `overlap-${b}-${i % 50}`,
+          properties: { $set: { batch: b } },
+        })),
+      ),
+    ),
+  );
+  const found = await Promise.all(
+    batches.map(async ({ events }, b) => {
+      await storage.ingest(events);
+      const [stored] = await service.db.rows<{ events: string; linked: string; persons: string }>(
+        `SELECT count() AS events, countIf(l.distinct_id != '') AS linked, countIf(p.id IS NOT NULL) AS persons
+         FROM ${service.db.table("events")} AS e
+         LEFT JOIN (SELECT distinct_id, argMax(person_id, version) AS person_id FROM ${service.db.table("person_distinct_ids")} GROUP BY distinct_id) AS l
+           ON l.distinct_id = e.distinct_id AND l.person_id = e.person_id
+         LEFT JOIN (SELECT DISTINCT id FROM ${service.db.table("persons")}) AS p ON p.id = e.person_id
+         WHERE e.event = 'overlap_${b}' SETTINGS join_use_nulls = 1`,
+      );
+      return [Number(stored!.events), Number(stored!.linked), Number(stored!.persons)];
+    }),
+  );
+  await storage.close();
+  expect(found).toEqual(batches.map(() => [300, 300, 300]));
+});
+
 test("embedded, the service is the sole writer of its tables unless its query port takes writes", () => {
   const soleWriter = (env: Record<string, string>) =>
     storageOptions(loadConfig({ DATA_DIR: "/tmp/any", ...env })).identity.soleWriter;

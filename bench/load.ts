@@ -1,5 +1,5 @@
 /**
- * `npm run bench [web|web-compare|http|mix|new|persons|query|instances|geoip]`: the service as its own process on a
+ * `npm run bench [web|web-compare|http|mix|new|persons|query|queries|instances|geoip]`: the service as its own process on a
  * fresh data directory, driven by wrk (a separate load generator) with batches of 100 events, against the engine's
  * own insert rate for the same rows, measured in the same run. Never part of .ci/run.
  *
@@ -13,6 +13,8 @@
  *   persons  the http load over 10,000 and over 1,000,000 known persons (seeded through the service first),
  *            each measured cold (just restarted) and warm (right after)
  *   query    the http load with and without a client looping a heavy scan on the query port
+ *   queries  what analysts run (PostHog's insights) on BENCH_EVENTS web events, each on the baseline layout and the
+ *            typed one, and the web load's rate with and without the typed column (bench/queries.ts)
  *   instances  the mix load over 1, 2 and 3 instances sharing one engine (its writable query port)
  *
  * The service's own settings pass through (e.g. FLUSH_LINGER_MS=0) and are printed first.
@@ -31,6 +33,7 @@ import { ensureWrk, fmt, running, stop, TUNING } from "./harness";
 import { runImportBench } from "./import";
 import { runInstances } from "./instances";
 import { runPersons } from "./persons";
+import { runQueriesBench } from "./queries";
 import { runQuery } from "./query";
 import { runLoad, syntheticLoad } from "./run-load";
 import { runWebCompare, webLoad } from "./web";
@@ -44,6 +47,7 @@ const MODE = (process.argv[2] ?? "http") as
   | "new"
   | "persons"
   | "query"
+  | "queries"
   | "instances"
   | "import"
   | "geoip";
@@ -79,6 +83,7 @@ const work = mkdtempSync(join(tmpdir(), "ingest-bench-"));
 try {
   if (MODE === "persons") await runPersons(work);
   else if (MODE === "query") await runQuery(work);
+  else if (MODE === "queries") await runQueriesBench(work);
   else if (MODE === "instances") await runInstances(work);
   else if (MODE === "import") await runImportBench(work);
   else if (MODE === "new") await runNewVisitors(work);

@@ -70,8 +70,11 @@ export class WebTraffic {
   readonly #users: Person[] = [];
   readonly #visitors: Person[] = [];
   #at: number;
+  readonly #stepMs: number;
 
-  constructor(start: number, people = PEOPLE, templates = readTemplates()) {
+  /** `stepMs` apart, the events of `people` from `start` on. */
+  constructor(start: number, people = PEOPLE, templates = readTemplates(), stepMs = STEP_MS) {
+    this.#stepMs = stepMs;
     this.#t = templates;
     this.#at = start;
     for (let i = 0; i < people; i++) {
@@ -85,9 +88,9 @@ export class WebTraffic {
     }
   }
 
-  /** The next event, `STEP_MS` after the last. */
+  /** The next event, a step after the last. */
   next(): Event {
-    this.#at += STEP_MS;
+    this.#at += this.#stepMs;
     const rng = this.#rng;
     const kind = weighted(rng, KINDS).kind;
     if (kind === "server") return this.#server(rng.pick(this.#users));

@@ -218,6 +218,14 @@ export const SETTINGS = {
     help: "`1`: set `$browser`, `$os`, `$current_url`, `utm_*` and the like from events on their person, and `$initial_*` once, as PostHog does. `0`: only what SDKs `$set`.",
     backend: "any",
   }),
+  typedProperties: setting({
+    env: "TYPED_PROPERTIES",
+    parse: flag,
+    default: true,
+    shownDefault: "`1`",
+    help: "`1`: `events.properties_typed`, the properties in the engine's JSON type, computed as events are inserted, for fast property reads (docs/analytics.md). `0`: not created; an existing one is kept until dropped.",
+    backend: "any",
+  }),
   captureIp: setting({
     env: "CAPTURE_IP",
     parse: flag,

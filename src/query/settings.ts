@@ -139,6 +139,7 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   "shape a write": [
     "insert_null_as_default",
     "optimize_on_insert",
+    "type_json_skip_duplicated_paths",
     "insert_deduplicate",
     "insert_deduplication_token",
     "async_insert",

@@ -24,14 +24,16 @@ export const QUORUM_TIMEOUT_MS = 5_000;
 export type ClickHouseSettings = Readonly<Record<string, number | string>>;
 
 /**
- * Every table here collapses rows by key (Replacing- and AggregatingMergeTree), and every read collapses them again
- * (FINAL, argMax, the -Merge combinators), since rows of separate inserts are only collapsed by merges anyway. So
- * an insert need not collapse its own rows first, which saves time (docs/architecture.md#inserts).
+ * - Every table here collapses rows by key (Replacing- and AggregatingMergeTree), and every read collapses them again
+ *   (FINAL, argMax, the -Merge combinators), since rows of separate inserts are only collapsed by merges anyway. So
+ *   an insert need not collapse its own rows first, which saves time (docs/architecture.md#inserts).
+ * - `events.properties_typed` reads a key with a dot as a path, so `{"a.b": 1, "a": {"b": 2}}` names one path
+ *   twice: the first is kept, where the engine would refuse the row (a 500 the client retries forever).
  *
  * A server takes them with each insert (URL parameters, free). chDB's connection would prefix every insert with a
  * `SET` statement, and its one session keeps a `SET`, so the embedded engine gets them once.
  */
-const INSERT_SETTINGS = { optimize_on_insert: 0 } as const;
+const INSERT_SETTINGS = { optimize_on_insert: 0, type_json_skip_duplicated_paths: 1 } as const;
 
 /**
  * The embedded engine's write path runs its queries at priority 1 and the query port its queries at 2: the engine

@@ -28,6 +28,8 @@ export interface StorageOptions {
   readonly repairIntervalMs: number;
   /** Most distinct IDs a repair sweep re-derives (the next goes on from there). */
   readonly repairBatchIds: number;
+  /** Whether `events` has `properties_typed` (`TYPED_PROPERTIES`). */
+  readonly typedProperties: boolean;
 }
 
 /**
@@ -43,6 +45,7 @@ export function storageOptions(config: Config): StorageOptions {
     flushLingerMs: config.flushLingerMs,
     repairIntervalMs: config.repairIntervalS * 1000,
     repairBatchIds: REPAIR_BATCH_IDS,
+    typedProperties: config.typedProperties,
     identity: {
       soleWriter: config.clickhouse.kind === "embedded" && (config.queryPort === undefined || config.queryReadonly),
       cacheTtlMs: config.linkCacheTtlMs,
@@ -109,7 +112,7 @@ export class Storage implements EventSink {
     const db = await ClickHouse.connect(options.clickhouse);
     let eventsDb = db;
     try {
-      await createSchema(db, observer?.schemaRepaired);
+      await createSchema(db, observer?.schemaRepaired, { typedProperties: options.typedProperties });
       db.setConsistency(await consistencyOf(db));
       if (options.clickhouse.kind === "embedded") {
         await tuneEmbeddedEngine(db, options.clickhouse.fsync);

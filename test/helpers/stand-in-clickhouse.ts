@@ -29,9 +29,10 @@ export function standInClickHouse(options: StandInOptions = {}): StandInClickHou
   const database = options.database ?? "default";
   const tables = options.tables ?? {};
   const columns = schemaObjects(database, options.cluster?.name)
-    .flatMap((object) =>
-      Object.entries(object.columns ?? {}).map(([name, type]) => ({ table: object.name, name, type })),
-    )
+    .flatMap((object) => [
+      ...Object.entries(object.columns ?? {}).map(([name, type]) => ({ table: object.name, name, type })),
+      ...Object.entries(object.materialized ?? {}).map(([name, { type }]) => ({ table: object.name, name, type })),
+    ])
     .map((row) => JSON.stringify(row));
   const answer = (statement: string): string[] => {
     if (statement.includes("system.clusters")) return [JSON.stringify({ nodes: options.cluster?.nodes ?? 0 })];

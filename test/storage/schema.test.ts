@@ -236,6 +236,32 @@ describe("an existing database that drifted from the schema", () => {
     });
   });
 
+  test("a database from before events.properties_typed gets it; old rows read it from their properties", async () => {
+    await onFreshDatabase(async (config, db, warned) => {
+      // as the previous version left it: no typed column, a view without it, an event it wrote
+      await db.command(`DROP VIEW ${db.table("events_resolved")}`);
+      await db.command(`ALTER TABLE ${db.table("events")} DROP COLUMN properties_typed`);
+      await db.command(`CREATE VIEW ${db.table("events_resolved")} AS SELECT * FROM ${db.table("events")}`);
+      await db.command(
+        `INSERT INTO ${db.table("events")} (uuid, event, properties, timestamp, distinct_id, person_id, created_at)
+         VALUES (generateUUIDv4(), 'old', '{"plan":"pro"}', now64(), 'u', generateUUIDv4(), now64())`,
+      );
+      const storage = await Storage.open(storageOptions(config));
+      await storage.ingest((await captured([{ event: "new", distinct_id: "u", properties: { plan: "team" } }])).events);
+      await storage.close();
+      const said = warned.mock.calls.map((call) => String(call[0]));
+      expect(said.some((line) => line.includes("events`.properties_typed is missing"))).toBe(true);
+      for (const table of ["events", "events_resolved"]) {
+        expect(
+          await db.rows(`SELECT event, properties_typed.plan AS plan FROM ${db.table(table)} ORDER BY event DESC`),
+        ).toEqual([
+          { event: "old", plan: "pro" },
+          { event: "new", plan: "team" },
+        ]);
+      }
+    });
+  });
+
   test("an enum from before a kind of fact existed is widened at startup, and its rows read as they were", async () => {
     await onFreshDatabase(async (config, db, warned) => {
       const facts = db.table("identity_facts");
@@ -280,6 +306,74 @@ describe("an existing database that drifted from the schema", () => {
       );
     });
   });
+});
+
+describe("events.properties_typed", () => {
+  test("each key is a typed subcolumn; properties keeps the text as sent; SELECT * leaves it out", async () => {
+    const properties = {
+      $browser: "Chrome",
+      price: 12.5,
+      seats: 3,
+      beta: true,
+      tags: ["a", "b"],
+      plan: { tier: "pro" },
+    };
+    await send(service, { api_key: KEY, batch: [{ event: "typed", distinct_id: "typed-1", properties }] });
+    const [row] = await service.db.rows<Record<string, unknown>>(
+      `SELECT properties_typed.\`$browser\` AS browser, toTypeName(properties_typed.price) AS dynamic,
+              dynamicType(properties_typed.price) AS price_type, properties_typed.price::Float64 + properties_typed.seats::Int64 AS sum,
+              properties_typed.beta::Bool AS beta, properties_typed.plan.tier AS tier, properties_typed.missing IS NULL AS missing,
+              JSONExtract(properties, 'seats', 'Int64') AS seats
+       FROM ${service.db.table("events")} WHERE event = 'typed'`,
+    );
+    expect(row).toEqual({
+      browser: "Chrome",
+      dynamic: "Dynamic",
+      price_type: "Float64",
+      sum: 15.5,
+      beta: true,
+      tier: "pro",
+      missing: 1,
+      seats: 3,
+    });
+    const [star] = await service.db.rows<Record<string, unknown>>(
+      `SELECT * FROM ${service.db.table("events")} WHERE event = 'typed'`,
+    );
+    expect(Object.keys(star!)).not.toContain("properties_typed");
+  });
+
+  test("a key with a dot is a path: one named twice keeps the first, and the event is stored as sent", async () => {
+    const body =
+      '{"api_key":"key-1","batch":[{"event":"dotted","distinct_id":"typed-2","properties":{"a.b":1,"a":{"b":2},"c":3}}]}';
+    const answer = await fetch(`${service.url}/batch/`, {
+      method: "POST",
+      body,
+      headers: { "Content-Type": "application/json" },
+    });
+    expect(answer.status).toBe(200);
+    const rows = await service.db.rows<Record<string, unknown>>(
+      `SELECT properties, toString(properties_typed) AS typed FROM ${service.db.table("events")} WHERE event = 'dotted'`,
+    );
+    expect(rows).toEqual([{ properties: '{"a.b":1,"a":{"b":2},"c":3}', typed: '{"a":{"b":1},"c":3}' }]);
+  });
+});
+
+test("TYPED_PROPERTIES=0: a new database has no properties_typed, and events_resolved reads without it", async () => {
+  const config = loadConfig({ ...clickhouseEnv(), CLICKHOUSE_DATABASE: uniqueDatabase(), TYPED_PROPERTIES: "0" });
+  const storage = await Storage.open(storageOptions(config));
+  const db = await openDb(config.clickhouse.database);
+  try {
+    await storage.ingest((await captured([{ event: "plain", distinct_id: "u", properties: { plan: "pro" } }])).events);
+    const columns = await db.rows<{ table: string; name: string }>(
+      `SELECT table, name FROM system.columns WHERE database = ${literal(config.clickhouse.database)} AND name = 'properties_typed'`,
+    );
+    expect(columns).toEqual([]);
+    expect(await db.rows(`SELECT event FROM ${db.table("events_resolved")}`)).toEqual([{ event: "plain" }]);
+  } finally {
+    await storage.close();
+    await db.command(`DROP DATABASE \`${config.clickhouse.database}\``);
+    await db.close();
+  }
 });
 
 describe("writes that must not be refused", () => {

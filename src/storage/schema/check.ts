@@ -1,7 +1,7 @@
 import { OperatorError } from "../../config";
 import type { ClickHouse } from "../clickhouse";
 import { literal } from "../sql";
-import type { SchemaObject } from "./tables";
+import { materializedColumn, type SchemaObject } from "./tables";
 
 /** The database does not hold the tables this service writes, in a way it will not repair by itself. */
 export class SchemaError extends OperatorError {
@@ -85,6 +85,14 @@ export async function checkColumns(
             "migrate or drop the table (or set CLICKHOUSE_DATABASE to another database) and start again.",
         );
       }
+    }
+    // a part written before holds none: the engine computes it from the expression as a query reads the part
+    for (const [name, column] of Object.entries(object.materialized ?? {})) {
+      if (existing.has(name)) continue;
+      onRepair(db.table(object.name), name, column.type);
+      await db.command(
+        `ALTER TABLE ${db.table(object.name)}${onCluster} ADD COLUMN IF NOT EXISTS ${materializedColumn(name, column)}`,
+      );
     }
   }
 }

@@ -2,7 +2,7 @@ import type { ClickHouse } from "../clickhouse";
 import { literal, quoteIdentifier } from "../sql";
 import { checkColumns, checkEngines, type RepairObserver, warnRepair } from "./check";
 import { clusterNodes } from "./cluster";
-import { onClusterClause, schemaObjects } from "./tables";
+import { onClusterClause, type SchemaOptions, schemaObjects } from "./tables";
 
 /**
  * Creates the database, tables and the sessions view where they are missing, once what exists has the engines
@@ -10,7 +10,11 @@ import { onClusterClause, schemaObjects } from "./tables";
  * server does not define before any DDL, and sends no DDL when nothing is missing, so an instance starts while a
  * node is down.
  */
-export async function createSchema(db: ClickHouse, onRepair: RepairObserver = warnRepair): Promise<void> {
+export async function createSchema(
+  db: ClickHouse,
+  onRepair: RepairObserver = warnRepair,
+  options: SchemaOptions = {},
+): Promise<void> {
   const { cluster } = db;
   if (cluster !== undefined) await clusterNodes(db, cluster);
   const onCluster = onClusterClause(cluster);
@@ -21,7 +25,7 @@ export async function createSchema(db: ClickHouse, onRepair: RepairObserver = wa
     `SELECT name, engine FROM system.tables WHERE database = ${literal(db.database)}`,
   );
   const engines = new Map(tables.map((table) => [table.name, table.engine]));
-  const objects = schemaObjects(db.database, cluster);
+  const objects = schemaObjects(db.database, cluster, options);
   checkEngines(db, objects, engines);
   for (const object of objects) if (!engines.has(object.name)) await db.command(object.create);
   await checkColumns(db, objects, onCluster, onRepair);

@@ -13,6 +13,8 @@ type Placement = { readonly kind: "everywhere" } | { readonly kind: "sharded"; r
 interface TableSpec {
   readonly name: string;
   readonly columns: Readonly<Record<string, string>>;
+  /** Columns the engine computes from the others as each row is inserted (`MATERIALIZED`): name → type and expression. */
+  readonly materialized?: Readonly<Record<string, MaterializedColumn>>;
   readonly indexes?: readonly string[];
   readonly engine: "ReplacingMergeTree" | "AggregatingMergeTree";
   /** The engine's own arguments (ReplacingMergeTree's version column). */
@@ -23,6 +25,12 @@ interface TableSpec {
 }
 
 const UTC_MICROS = "DateTime64(6, 'UTC')";
+
+/** A column the engine computes on insert. `SELECT *` leaves it out; a query names it. */
+export interface MaterializedColumn {
+  readonly type: string;
+  readonly expression: string;
+}
 
 /**
  * Persons and links are read by key, a few dozen at a time; a read decompresses every granule that holds a key,
@@ -37,7 +45,9 @@ const POINT_LOOKUPS = "SETTINGS index_granularity = 1024";
  *   it is sharded by distinct ID, so a retried event lands on the shard that holds its first copy. `geoip` holds
  *   the location PostHog would add to `properties` (a JSON object; `events_resolved` adds it there): events from
  *   one address share it, so a LowCardinality column stores it once a part, where `properties` would carry its
- *   ~130 bytes in every row through every insert and merge.
+ *   ~130 bytes in every row through every insert and merge. `properties_typed` is `properties` parsed into the
+ *   engine's JSON type as each row is inserted: a subcolumn a key, typed, so a query reads the keys it names
+ *   instead of parsing every row's text (docs/analytics.md#properties).
  * - `persons` and `person_distinct_ids` keep every version and collapse to the highest `version` (FINAL, or
  *   argMax). `is_deleted` is a plain column, so a merged-away person still shows in FINAL, marked deleted.
  *   The bloom filter finds a person's distinct IDs without scanning the table (needed for merges).
@@ -74,6 +84,12 @@ export const TABLES: readonly TableSpec[] = [
       geoip: "LowCardinality(String)",
       created_at: UTC_MICROS,
     },
+    materialized: require("node:fs").existsSync("/tmp/NO_TYPED")
+      ? {}
+      : {
+          // not valid JSON (only a writable query port could store such a row): an empty object, never a failed insert
+          properties_typed: { type: "JSON", expression: "JSONExtract(properties, 'JSON')" },
+        },
     engine: "ReplacingMergeTree",
     engineArgs: "created_at",
     keys: `PARTITION BY toYYYYMM(timestamp)
@@ -206,7 +222,7 @@ const sessionsView = (events: string): string => `SELECT
  * away, `person_overrides` names the one it went to. `geoip` never repeats a key of `properties`, so joining the
  * two objects' members makes one object.
  */
-const eventsResolvedView = (events: string, overrides: string): string => `SELECT
+const eventsResolvedView = (events: string, overrides: string, typed: boolean): string => `SELECT
       e.uuid AS uuid, e.event AS event,
       if(e.geoip = '' OR NOT endsWith(e.properties, '}'), e.properties,
         concat(substring(e.properties, 1, length(e.properties) - 1), if(e.properties = '{}', '', ','), substring(e.geoip, 2))) AS properties,
@@ -214,13 +230,19 @@ const eventsResolvedView = (events: string, overrides: string): string => `SELEC
       e.distinct_id AS distinct_id,
       if(o.old_person_id = e.person_id, o.override_person_id, e.person_id) AS person_id,
       e.session_id AS session_id, e.window_id AS window_id, e.current_url AS current_url, e.host AS host,
-      e.ip AS ip, e.geoip AS geoip, e.created_at AS created_at
+      e.ip AS ip, e.geoip AS geoip, e.created_at AS created_at${typed ? ", e.properties_typed AS properties_typed" : ""}
     FROM ${events} AS e FINAL
     LEFT JOIN (
       SELECT old_person_id, argMax(override_person_id, version) AS override_person_id
       FROM ${overrides} GROUP BY old_person_id
     ) AS o ON o.old_person_id = e.person_id
     SETTINGS join_use_nulls = 0`;
+
+/** What the schema may leave out. */
+export interface SchemaOptions {
+  /** `events.properties_typed` (`TYPED_PROPERTIES`); true unless said. */
+  readonly typedProperties?: boolean;
+}
 
 /** One object of the schema: a table (with the columns the check compares) or the view. */
 export interface SchemaObject {
@@ -229,6 +251,8 @@ export interface SchemaObject {
   readonly engine: string;
   /** A table's columns; for the view, the columns it should have (their names are what is checked). */
   readonly columns: Readonly<Record<string, string>> | undefined;
+  /** A table's materialized columns, added with their expression where missing. */
+  readonly materialized: Readonly<Record<string, MaterializedColumn>> | undefined;
   readonly create: string;
   /** A view: made again (`CREATE OR REPLACE`) when its columns differ from `columns`, rather than altered. */
   readonly replace: boolean;
@@ -238,19 +262,31 @@ export interface SchemaObject {
  * Every table and view this service needs in `database`, in the order they must be created: plain tables on one
  * server; on `cluster`, `ON CLUSTER` statements with replicated and distributed tables as `TableSpec.placement` says.
  */
-export function schemaObjects(database: string, cluster?: string): SchemaObject[] {
+export function schemaObjects(database: string, cluster?: string, options: SchemaOptions = {}): SchemaObject[] {
+  const typed = options.typedProperties ?? true;
   const objects: SchemaObject[] = [];
-  const add = (kind: string, name: string, engine: string, rest: string, columns?: TableSpec["columns"]) =>
+  const add = (
+    kind: string,
+    name: string,
+    engine: string,
+    rest: string,
+    columns?: TableSpec["columns"],
+    materialized?: TableSpec["materialized"],
+  ) =>
     objects.push({
       name,
       engine,
       columns,
+      materialized,
       // a view holds no data: made again when its columns are not the ones it should have (`checkColumns`)
       create: `CREATE ${kind === "VIEW" ? "OR REPLACE VIEW" : `${kind} IF NOT EXISTS`} ${tableName(database, name)}${onClusterClause(cluster)} ${rest}`,
       replace: kind === "VIEW",
     });
-  for (const spec of TABLES) {
-    const columns = Object.entries(spec.columns).map(([name, type]) => `${name} ${type}`);
+  for (const { materialized, ...spec } of TABLES.map((table) => (typed ? table : { ...table, materialized: {} }))) {
+    const columns = [
+      ...Object.entries(spec.columns).map(([name, type]) => `${name} ${type}`),
+      ...Object.entries(materialized ?? {}).map(([name, column]) => materializedColumn(name, column)),
+    ];
     const withIndexes = [...columns, ...(spec.indexes ?? [])].join(", ");
     // on a cluster: replicated, under the placement's Keeper path, and a sharded table is the shard's local part
     const sharded = cluster !== undefined && spec.placement.kind === "sharded";
@@ -258,7 +294,8 @@ export function schemaObjects(database: string, cluster?: string): SchemaObject[
     const engine = cluster === undefined ? spec.engine : `Replicated${spec.engine}`;
     const replication = cluster === undefined ? [] : [literal(KEEPER_PATHS[spec.placement.kind]), "'{replica}'"];
     const args = [...replication, ...(spec.engineArgs === undefined ? [] : [spec.engineArgs])].join(", ");
-    add("TABLE", name, engine, `(${withIndexes}) ENGINE = ${engine}(${args}) ${spec.keys}`, spec.columns);
+    const create = `(${withIndexes}) ENGINE = ${engine}(${args}) ${spec.keys}`;
+    add("TABLE", name, engine, create, spec.columns, materialized);
     if (sharded && spec.placement.kind === "sharded") {
       const by = spec.placement.by === undefined ? "" : `, ${spec.placement.by}`;
       const target = [cluster, database, name].map(literal).join(", ");
@@ -268,15 +305,23 @@ export function schemaObjects(database: string, cluster?: string): SchemaObject[
         "Distributed",
         `(${columns.join(", ")}) ENGINE = Distributed(${target}${by})`,
         spec.columns,
+        materialized,
       );
     }
   }
   const [events, sessions] = cluster === undefined ? ["events", "sessions"] : ["events_local", "sessions_local"];
   const view = `TO ${tableName(database, sessions)} AS\n    ${sessionsView(tableName(database, events))}`;
   add("MATERIALIZED VIEW", "sessions_mv", "MaterializedView", view);
-  const resolved = eventsResolvedView(tableName(database, "events"), tableName(database, "person_overrides"));
-  add("VIEW", "events_resolved", "View", `AS ${resolved}`, TABLES.find((spec) => spec.name === "events")!.columns);
+  const resolved = eventsResolvedView(tableName(database, "events"), tableName(database, "person_overrides"), typed);
+  const eventsSpec = TABLES.find((spec) => spec.name === "events")!;
+  const typedColumns = typed ? { properties_typed: "JSON" } : {};
+  add("VIEW", "events_resolved", "View", `AS ${resolved}`, { ...eventsSpec.columns, ...typedColumns });
   return objects;
+}
+
+/** A materialized column's definition, as `CREATE TABLE` and `ADD COLUMN` take it. */
+export function materializedColumn(name: string, { type, expression }: MaterializedColumn): string {
+  return `${name} ${type} MATERIALIZED ${expression}`;
 }
 
 /** ` ON CLUSTER name` for a cluster's DDL; nothing on one server. */

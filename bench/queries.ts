@@ -1,0 +1,245 @@
+/**
+ * `npm run bench queries`: what analysts run, on what the service stored. It sends BENCH_EVENTS (2,000,000) events
+ * of the `web` traffic (bench/traffic/web.ts), spread over 30 days, through a fresh service (16 senders, batches
+ * of 100, each from a public address behind a trusted proxy, so GeoIP locates them), then asks its query port
+ * the questions PostHog's insights ask, each on two layouts in the same run:
+ *
+ * - the baseline: every property read parses `properties`, the JSON text, with `JSONExtract*`;
+ * - typed: the same key read from `properties_typed`, the engine's JSON type (`TYPED_PROPERTIES`).
+ *
+ * Each query runs `ROUNDS` times a layout, alternating, best time kept; both layouts must give the same answer
+ * (the bench stops if not). Queries that read no property run once a layout too, as a check of the noise.
+ * Then, with BENCH_SECONDS loads (30), the `web` load's ingest rate with the typed column and without
+ * (`TYPED_PROPERTIES=0`), A B B A, each on a fresh service seeded with the web file.
+ */
+import { join } from "node:path";
+import { fmt, type LoadResult, startService, stop } from "./harness";
+import { drivePasses } from "./run-load";
+import { WebTraffic } from "./traffic/web";
+import { webLoad } from "./web";
+import { EVENTS_PER_BATCH, KEY, PEOPLE } from "./workload";
+
+const EVENTS = Number(process.env.BENCH_EVENTS ?? 2_000_000);
+const DAYS = 30;
+const SENDERS = 16;
+const ROUNDS = 3;
+const PASSWORD = "bench";
+
+/** How a layout reads a property: as a string ('' when absent or not a string), as a number (NULL when absent). */
+interface Layout {
+  readonly name: string;
+  readonly text: (key: string) => string;
+  readonly number: (key: string) => string;
+}
+
+const quote = (key: string) => `'${key.replaceAll("\\", "\\\\").replaceAll("'", "\\'")}'`;
+const BASELINE: Layout = {
+  name: "baseline",
+  text: (key) => `JSONExtractString(properties, ${quote(key)})`,
+  number: (key) => `JSONExtract(properties, ${quote(key)}, 'Nullable(Float64)')`,
+};
+const TYPED: Layout = {
+  name: "typed",
+  text: (key) => `ifNull(properties_typed.\`${key}\`.:String, '')`,
+  number: (key) => `properties_typed.\`${key}\`::Nullable(Float64)`,
+};
+
+interface Query {
+  readonly name: string;
+  readonly sql: (layout: Layout) => string;
+}
+
+/** The insights, as PostHog shapes them, over the last 30 days. */
+const QUERIES: readonly Query[] = [
+  {
+    name: "trend: pageviews a day",
+    sql: () =>
+      `SELECT toDate(timestamp) AS day, count() AS n FROM events WHERE event = '$pageview' GROUP BY day ORDER BY day`,
+  },
+  {
+    name: "breakdown: pageviews by $browser",
+    sql: (p) =>
+      `SELECT ${p.text("$browser")} AS browser, count() AS n FROM events WHERE event = '$pageview'
+       GROUP BY browser ORDER BY n DESC, browser LIMIT 10`,
+  },
+  {
+    name: "filter on two properties",
+    sql: (p) =>
+      `SELECT count() AS n FROM events
+       WHERE event = 'clicked_plan' AND ${p.text("plan")} = 'pro' AND ${p.text("$device_type")} = 'Desktop'`,
+  },
+  {
+    name: "unique persons a day",
+    sql: () => `SELECT toDate(timestamp) AS day, uniq(person_id) AS n FROM events GROUP BY day ORDER BY day`,
+  },
+  {
+    name: "daily mobile pageviews",
+    sql: (p) =>
+      `SELECT toDate(timestamp) AS day, count() AS n FROM events
+       WHERE event = '$pageview' AND ${p.text("$device_type")} = 'Mobile' GROUP BY day ORDER BY day`,
+  },
+  {
+    name: "top paths: views and visitors by $pathname",
+    sql: (p) =>
+      `SELECT ${p.text("$pathname")} AS path, count() AS views, uniq(person_id) AS visitors FROM events
+       WHERE event = '$pageview' GROUP BY path ORDER BY views DESC, path LIMIT 20`,
+  },
+  {
+    name: "average seats by $os",
+    sql: (p) =>
+      `SELECT ${p.text("$os")} AS os, round(avg(${p.number("seats")}), 6) AS seats FROM events
+       WHERE event = 'clicked_plan' GROUP BY os ORDER BY os`,
+  },
+  {
+    name: "funnel: /pricing, /signup, $identify in a session",
+    sql: (p) =>
+      `SELECT level, count() AS sessions FROM (
+         SELECT session_id, windowFunnel(3600)(toDateTime(timestamp),
+           event = '$pageview' AND ${p.text("$pathname")} = '/pricing',
+           event = '$pageview' AND ${p.text("$pathname")} = '/signup',
+           event = '$identify') AS level
+         FROM events WHERE session_id != '' GROUP BY session_id)
+       GROUP BY level ORDER BY level`,
+  },
+  {
+    name: "retention: days back after the first pageview",
+    sql: () =>
+      `SELECT first, dateDiff('day', first, day) AS after, uniq(person_id) AS persons FROM (
+         SELECT person_id, toDate(timestamp) AS day, min(toDate(timestamp)) OVER (PARTITION BY person_id) AS first
+         FROM events WHERE event = '$pageview')
+       WHERE after <= 7 GROUP BY first, after ORDER BY first, after`,
+  },
+  {
+    name: "web overview: visitors, views, bounce rate, duration",
+    sql: () =>
+      `SELECT uniq(person_id) AS visitors, sum(pageviews) AS views, count() AS sessions,
+         round(avg(pageviews = 1 AND autocaptures = 0 AND duration < 10), 6) AS bounce_rate, round(avg(duration), 3) AS mean_duration
+       FROM (SELECT session_id, any(person_id) AS person_id, countIf(event = '$pageview') AS pageviews,
+               countIf(event = '$autocapture') AS autocaptures, dateDiff('second', min(timestamp), max(timestamp)) AS duration
+             FROM events WHERE session_id != '' GROUP BY session_id)`,
+  },
+  {
+    name: "web overview: top referring domains and UTM sources",
+    sql: (p) =>
+      `SELECT domain, source, count() AS sessions FROM (
+         SELECT session_id, argMin(${p.text("$referring_domain")}, timestamp) AS domain,
+           argMin(${p.text("utm_source")}, timestamp) AS source
+         FROM events WHERE event = '$pageview' AND session_id != '' GROUP BY session_id)
+       GROUP BY domain, source ORDER BY sessions DESC, domain, source LIMIT 10`,
+  },
+];
+
+/** Whether a query reads a property: only those are held to the typed layout's target. */
+const readsProperties = (query: Query) => query.sql(BASELINE) !== query.sql(TYPED);
+
+/** A public IPv4 address (or now and then a private one, as traffic has). */
+const address = () =>
+  `${1 + Math.floor(Math.random() * 223)}.${Math.floor(Math.random() * 256)}.${Math.floor(Math.random() * 256)}.${1 + Math.floor(Math.random() * 254)}`;
+
+/** Sends the events through the service, `SENDERS` requests at a time; returns events/s. */
+async function ingest(url: string): Promise<number> {
+  const start = Date.now() - DAYS * 86_400_000;
+  const traffic = new WebTraffic(start, PEOPLE, undefined, (DAYS * 86_400_000) / EVENTS);
+  const batches = Math.ceil(EVENTS / EVENTS_PER_BATCH);
+  let next = 0;
+  const started = performance.now();
+  const sender = async () => {
+    while (next < batches) {
+      const b = next++;
+      const batch = Array.from({ length: EVENTS_PER_BATCH }, () => traffic.next());
+      const body = JSON.stringify({ api_key: KEY, batch, sent_at: batch.at(-1)!.timestamp });
+      for (;;) {
+        const response = await fetch(`${url}/batch/`, {
+          method: "POST",
+          body,
+          headers: { "Content-Type": "application/json", "X-Forwarded-For": address() },
+        });
+        if (response.ok) break;
+        if (response.status < 500) throw new Error(`batch ${b}: ${response.status} ${await response.text()}`);
+        await Bun.sleep(200); // busy: as an SDK, again
+      }
+      if ((b + 1) % 2_000 === 0) console.log(`  sent ${fmt((b + 1) * EVENTS_PER_BATCH)} events`);
+    }
+  };
+  await Promise.all(Array.from({ length: SENDERS }, sender));
+  return (batches * EVENTS_PER_BATCH) / ((performance.now() - started) / 1000);
+}
+
+/** The query's answer (JSON rows) and how long it took, in ms. */
+async function timed(queryUrl: string, sql: string): Promise<{ ms: number; answer: string }> {
+  const started = performance.now();
+  const response = await fetch(`${queryUrl}/?database=default&default_format=JSONCompact`, {
+    method: "POST",
+    body: sql,
+    headers: { Authorization: `Basic ${btoa(`default:${PASSWORD}`)}` },
+  });
+  const text = await response.text();
+  const ms = performance.now() - started;
+  if (!response.ok) throw new Error(`${response.status}: ${text}\n${sql}`);
+  return { ms, answer: JSON.stringify((JSON.parse(text) as { data: unknown }).data) };
+}
+
+async function runQueries(queryUrl: string): Promise<void> {
+  console.log(`  ${"query".padEnd(54)} ${"baseline".padStart(10)} ${"typed".padStart(10)}  ratio`);
+  const ratios: number[] = [];
+  for (const query of QUERIES) {
+    const best = { baseline: Infinity, typed: Infinity };
+    const answers = new Set<string>();
+    for (let round = 0; round < ROUNDS; round++) {
+      // A B, then B A: neither layout always runs on a warmer cache
+      const order = round % 2 === 0 ? [BASELINE, TYPED] : [TYPED, BASELINE];
+      for (const layout of order) {
+        const { ms, answer } = await timed(queryUrl, query.sql(layout));
+        best[layout.name as keyof typeof best] = Math.min(best[layout.name as keyof typeof best], ms);
+        answers.add(answer);
+      }
+    }
+    if (answers.size !== 1)
+      throw new Error(`${query.name}: the layouts answer differently:\n${[...answers].join("\n")}`);
+    const ratio = best.baseline / best.typed;
+    if (readsProperties(query)) ratios.push(ratio);
+    console.log(
+      `  ${query.name.padEnd(54)} ${`${fmt(best.baseline)} ms`.padStart(10)} ${`${fmt(best.typed)} ms`.padStart(10)}  ×${ratio.toFixed(1)}${readsProperties(query) ? "" : " (reads no property)"}`,
+    );
+  }
+  console.log(
+    `  property queries: typed ×${Math.min(...ratios).toFixed(1)}–×${Math.max(...ratios).toFixed(1)} faster (target ×5 each)`,
+  );
+}
+
+/** The `web` load's rate with and without the typed column, A B B A. */
+async function ingestCost(work: string): Promise<void> {
+  const variants = {
+    typed: webLoad("web, TYPED_PROPERTIES=1"),
+    off: webLoad("web, TYPED_PROPERTIES=0", { TYPED_PROPERTIES: "0" }),
+  };
+  const file = join(work, "web.jsonl");
+  variants.typed.write(file);
+  const rates: Record<keyof typeof variants, number[]> = { typed: [], off: [] };
+  for (const [i, variant] of (["typed", "off", "off", "typed"] as const).entries()) {
+    const { measured }: { measured: LoadResult } = await drivePasses(join(work, `cost-${i}`), variants[variant], file);
+    console.log(`  ${variants[variant].label}: ${fmt(measured.rate)} events/s, p99 ${measured.latency.p99}`);
+    rates[variant].push(measured.rate);
+  }
+  const mean = (values: readonly number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
+  console.log(
+    `  ingest with the typed column against without: ×${(mean(rates.typed) / mean(rates.off)).toFixed(2)} (target ≥ ×0.90)`,
+  );
+}
+
+export async function runQueriesBench(work: string): Promise<void> {
+  console.log(`bench queries: ${fmt(EVENTS)} web events over ${DAYS} days from ${fmt(PEOPLE)} people`);
+  const service = await startService(join(work, "service"), {
+    QUERY_PORT: "0",
+    QUERY_PASSWORD: PASSWORD,
+    TRUSTED_PROXIES: "127.0.0.1",
+  });
+  try {
+    const rate = await ingest(service.url);
+    console.log(`  ingested at ${fmt(rate)} events/s`);
+    await runQueries(service.queryUrl!);
+  } finally {
+    await stop(service);
+  }
+  await ingestCost(work);
+}

@@ -210,7 +210,7 @@ async function runQueries(queryUrl: string): Promise<void> {
 /** The `web` load's rate with and without the typed column, A B B A. */
 async function ingestCost(work: string): Promise<void> {
   const variants = {
-    typed: webLoad("web, TYPED_PROPERTIES=1"),
+    typed: webLoad("web, TYPED_PROPERTIES=1", { TYPED_PROPERTIES: "1" }),
     off: webLoad("web, TYPED_PROPERTIES=0", { TYPED_PROPERTIES: "0" }),
   };
   const file = join(work, "web.jsonl");
@@ -233,6 +233,7 @@ export async function runQueriesBench(work: string): Promise<void> {
     QUERY_PORT: "0",
     QUERY_PASSWORD: PASSWORD,
     TRUSTED_PROXIES: "127.0.0.1",
+    TYPED_PROPERTIES: "1",
   });
   try {
     const rate = await ingest(service.url);

@@ -107,7 +107,7 @@ describe("the SQL the docs show", () => {
   let service: TestService;
 
   beforeAll(async () => {
-    service = await startService({ PUBLIC_API_KEYS: KEY });
+    service = await startService({ PUBLIC_API_KEYS: KEY, TYPED_PROPERTIES: "1" }); // docs/analytics.md reads it
     const batch = [
       {
         event: "$pageview",
@@ -141,10 +141,8 @@ describe("the SQL the docs show", () => {
   }
 
   test("the README's queries run and find what was sent", async () => {
-    const [events, daily, browsers, persons, sessions, ...rest] = statements("README.md");
+    const [events, daily, persons, sessions, ...rest] = statements("README.md");
     expect(rest).toEqual([]);
-    const byBrowser = await service.db.rows<{ browser: string | null; "count()": string | number }>(browsers!);
-    expect(byBrowser.map((row) => [row.browser, Number(row["count()"])])).toContainEqual(["Chrome", 1]);
     // anon-1 and user-1 are one person, user-2 another, whichever person their events were stored with
     expect((await service.db.rows<{ persons: string | number }>(daily!)).map((row) => Number(row.persons))).toEqual([
       2,

@@ -13,7 +13,7 @@ const KEY = "key-1";
 let service: TestService;
 
 beforeAll(async () => {
-  service = await startService({ PUBLIC_API_KEYS: KEY });
+  service = await startService({ PUBLIC_API_KEYS: KEY, TYPED_PROPERTIES: "1" });
 });
 afterAll(() => service.stop());
 
@@ -236,17 +236,19 @@ describe("an existing database that drifted from the schema", () => {
     });
   });
 
-  test("a database from before events.properties_typed gets it; old rows read it from their properties", async () => {
+  test("TYPED_PROPERTIES=1 on a database without properties_typed adds it; old rows read it from their properties", async () => {
     await onFreshDatabase(async (config, db, warned) => {
-      // as the previous version left it: no typed column, a view without it, an event it wrote
-      await db.command(`DROP VIEW ${db.table("events_resolved")}`);
-      await db.command(`ALTER TABLE ${db.table("events")} DROP COLUMN properties_typed`);
-      await db.command(`CREATE VIEW ${db.table("events_resolved")} AS SELECT * FROM ${db.table("events")}`);
+      // made by a version before the column, or with TYPED_PROPERTIES=0: an event stored without it
       await db.command(
         `INSERT INTO ${db.table("events")} (uuid, event, properties, timestamp, distinct_id, person_id, created_at)
          VALUES (generateUUIDv4(), 'old', '{"plan":"pro"}', now64(), 'u', generateUUIDv4(), now64())`,
       );
-      const storage = await Storage.open(storageOptions(config));
+      const typed = loadConfig({
+        ...clickhouseEnv(),
+        CLICKHOUSE_DATABASE: config.clickhouse.database,
+        TYPED_PROPERTIES: "1",
+      });
+      const storage = await Storage.open(storageOptions(typed));
       await storage.ingest((await captured([{ event: "new", distinct_id: "u", properties: { plan: "team" } }])).events);
       await storage.close();
       const said = warned.mock.calls.map((call) => String(call[0]));
@@ -358,8 +360,8 @@ describe("events.properties_typed", () => {
   });
 });
 
-test("TYPED_PROPERTIES=0: a new database has no properties_typed, and events_resolved reads without it", async () => {
-  const config = loadConfig({ ...clickhouseEnv(), CLICKHOUSE_DATABASE: uniqueDatabase(), TYPED_PROPERTIES: "0" });
+test("by default (TYPED_PROPERTIES=0) a new database has no properties_typed; events_resolved reads without it", async () => {
+  const config = loadConfig({ ...clickhouseEnv(), CLICKHOUSE_DATABASE: uniqueDatabase() });
   const storage = await Storage.open(storageOptions(config));
   const db = await openDb(config.clickhouse.database);
   try {

@@ -45,8 +45,8 @@ const POINT_LOOKUPS = "SETTINGS index_granularity = 1024";
  *   it is sharded by distinct ID, so a retried event lands on the shard that holds its first copy. `geoip` holds
  *   the location PostHog would add to `properties` (a JSON object; `events_resolved` adds it there): events from
  *   one address share it, so a LowCardinality column stores it once a part, where `properties` would carry its
- *   ~130 bytes in every row through every insert and merge. `properties_typed` is `properties` parsed into the
- *   engine's JSON type as each row is inserted: a subcolumn a key, typed, so a query reads the keys it names
+ *   ~130 bytes in every row through every insert and merge. `properties_typed` (`TYPED_PROPERTIES=1`) is `properties` parsed into
+ *   the engine's JSON type as each row is inserted: a subcolumn a key, typed, so a query reads the keys it names
  *   instead of parsing every row's text (docs/analytics.md#properties).
  * - `persons` and `person_distinct_ids` keep every version and collapse to the highest `version` (FINAL, or
  *   argMax). `is_deleted` is a plain column, so a merged-away person still shows in FINAL, marked deleted.
@@ -240,7 +240,7 @@ const eventsResolvedView = (events: string, overrides: string, typed: boolean): 
 
 /** What the schema may leave out. */
 export interface SchemaOptions {
-  /** `events.properties_typed` (`TYPED_PROPERTIES`); true unless said. */
+  /** `events.properties_typed` (`TYPED_PROPERTIES`); none unless said. */
   readonly typedProperties?: boolean;
 }
 
@@ -263,7 +263,7 @@ export interface SchemaObject {
  * server; on `cluster`, `ON CLUSTER` statements with replicated and distributed tables as `TableSpec.placement` says.
  */
 export function schemaObjects(database: string, cluster?: string, options: SchemaOptions = {}): SchemaObject[] {
-  const typed = options.typedProperties ?? true;
+  const typed = options.typedProperties ?? false;
   const objects: SchemaObject[] = [];
   const add = (
     kind: string,

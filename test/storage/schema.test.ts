@@ -241,7 +241,8 @@ describe("an existing database that drifted from the schema", () => {
       // made by a version before the column, or with TYPED_PROPERTIES=0: an event stored without it
       await db.command(
         `INSERT INTO ${db.table("events")} (uuid, event, properties, timestamp, distinct_id, person_id, created_at)
-         VALUES (generateUUIDv4(), 'old', '{"plan":"pro"}', now64(), 'u', generateUUIDv4(), now64())`,
+         VALUES ('0190b4a1-0000-7000-8000-0000000000a1', 'old', '{"plan":"pro"}', '2026-01-01 00:00:00', 'u',
+                 '0190b4a1-0000-7000-8000-0000000000a2', '2026-01-01 00:00:00')`,
       );
       const typed = loadConfig({
         ...clickhouseEnv(),

@@ -92,6 +92,7 @@ export class GroupCommit<T> {
     }
     this.#running = undefined;
   }
+
   /**
    * Without it, clients that keep sending (SDKs, 16 connections of a load test) split into two groups that take
    * turns, each flush half the size it could be; every flush has a fixed cost (an insert, a part to merge), so

@@ -84,12 +84,10 @@ export const TABLES: readonly TableSpec[] = [
       geoip: "LowCardinality(String)",
       created_at: UTC_MICROS,
     },
-    materialized: require("node:fs").existsSync("/tmp/NO_TYPED")
-      ? {}
-      : {
-          // not valid JSON (only a writable query port could store such a row): an empty object, never a failed insert
-          properties_typed: { type: "JSON", expression: "JSONExtract(properties, 'JSON')" },
-        },
+    materialized: {
+      // not valid JSON (only a writable query port could store such a row): an empty object, never a failed insert
+      properties_typed: { type: "JSON", expression: "JSONExtract(properties, 'JSON')" },
+    },
     engine: "ReplacingMergeTree",
     engineArgs: "created_at",
     keys: `PARTITION BY toYYYYMM(timestamp)
@@ -222,7 +220,7 @@ const sessionsView = (events: string): string => `SELECT
  * away, `person_overrides` names the one it went to. `geoip` never repeats a key of `properties`, so joining the
  * two objects' members makes one object.
  */
-const eventsResolvedView = (events: string, overrides: string, typed: boolean): string => `SELECT
+const eventsResolvedView = (events: string, overrides: string, materialized: readonly string[]): string => `SELECT
       e.uuid AS uuid, e.event AS event,
       if(e.geoip = '' OR NOT endsWith(e.properties, '}'), e.properties,
         concat(substring(e.properties, 1, length(e.properties) - 1), if(e.properties = '{}', '', ','), substring(e.geoip, 2))) AS properties,
@@ -230,7 +228,7 @@ const eventsResolvedView = (events: string, overrides: string, typed: boolean): 
       e.distinct_id AS distinct_id,
       if(o.old_person_id = e.person_id, o.override_person_id, e.person_id) AS person_id,
       e.session_id AS session_id, e.window_id AS window_id, e.current_url AS current_url, e.host AS host,
-      e.ip AS ip, e.geoip AS geoip, e.created_at AS created_at${typed ? ", e.properties_typed AS properties_typed" : ""}
+      e.ip AS ip, e.geoip AS geoip, e.created_at AS created_at${materialized.map((name) => `, e.${name} AS ${name}`).join("")}
     FROM ${events} AS e FINAL
     LEFT JOIN (
       SELECT old_person_id, argMax(override_person_id, version) AS override_person_id
@@ -263,6 +261,7 @@ export interface SchemaObject {
  * server; on `cluster`, `ON CLUSTER` statements with replicated and distributed tables as `TableSpec.placement` says.
  */
 export function schemaObjects(database: string, cluster?: string, options: SchemaOptions = {}): SchemaObject[] {
+  // the only materialized column is properties_typed: none unless asked for
   const typed = options.typedProperties ?? false;
   const objects: SchemaObject[] = [];
   const add = (
@@ -282,7 +281,8 @@ export function schemaObjects(database: string, cluster?: string, options: Schem
       create: `CREATE ${kind === "VIEW" ? "OR REPLACE VIEW" : `${kind} IF NOT EXISTS`} ${tableName(database, name)}${onClusterClause(cluster)} ${rest}`,
       replace: kind === "VIEW",
     });
-  for (const { materialized, ...spec } of TABLES.map((table) => (typed ? table : { ...table, materialized: {} }))) {
+  for (const spec of TABLES) {
+    const materialized = typed ? spec.materialized : undefined;
     const columns = [
       ...Object.entries(spec.columns).map(([name, type]) => `${name} ${type}`),
       ...Object.entries(materialized ?? {}).map(([name, column]) => materializedColumn(name, column)),
@@ -312,10 +312,18 @@ export function schemaObjects(database: string, cluster?: string, options: Schem
   const [events, sessions] = cluster === undefined ? ["events", "sessions"] : ["events_local", "sessions_local"];
   const view = `TO ${tableName(database, sessions)} AS\n    ${sessionsView(tableName(database, events))}`;
   add("MATERIALIZED VIEW", "sessions_mv", "MaterializedView", view);
-  const resolved = eventsResolvedView(tableName(database, "events"), tableName(database, "person_overrides"), typed);
-  const eventsSpec = TABLES.find((spec) => spec.name === "events")!;
-  const typedColumns = typed ? { properties_typed: "JSON" } : {};
-  add("VIEW", "events_resolved", "View", `AS ${resolved}`, { ...eventsSpec.columns, ...typedColumns });
+  // the view reads the events table's columns, its materialized ones included
+  const eventsTable = objects.find((object) => object.name === "events")!;
+  const materialized = Object.entries(eventsTable.materialized ?? {}).map(([name, { type }]) => [name, type] as const);
+  const resolved = eventsResolvedView(
+    tableName(database, "events"),
+    tableName(database, "person_overrides"),
+    materialized.map(([name]) => name),
+  );
+  add("VIEW", "events_resolved", "View", `AS ${resolved}`, {
+    ...eventsTable.columns,
+    ...Object.fromEntries(materialized),
+  });
   return objects;
 }
 

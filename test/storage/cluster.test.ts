@@ -134,8 +134,8 @@ describe("what an instance sends a cluster's node", () => {
     expect(ddl.map((r) => words(r.statement, 3))).toEqual([
       "CREATE DATABASE IF",
       ...Array.from({ length: 10 }, () => "CREATE TABLE IF"),
-      "CREATE MATERIALIZED VIEW",
-      "CREATE OR REPLACE",
+      "CREATE OR REPLACE", // the sessions view
+      "CREATE OR REPLACE", // events_resolved
     ]);
     for (const { statement } of ddl) expect(statement).toContain(`ON CLUSTER \`${CLUSTER}\``);
 

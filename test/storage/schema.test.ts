@@ -183,6 +183,63 @@ describe("an existing database that drifted from the schema", () => {
     }
   }
 
+  /** Makes `sessions` and its view again as versions before the web-analytics columns made them. */
+  async function sessionsAsBefore(db: ClickHouse): Promise<void> {
+    const [mv, sessions, events] = ["sessions_mv", "sessions", "events"].map((name) => db.table(name));
+    const at = "DateTime64(6, 'UTC')";
+    await db.command(`DROP VIEW ${mv}`);
+    await db.command(`DROP TABLE ${sessions}`);
+    await db.command(
+      `CREATE TABLE ${sessions} (session_id String, distinct_id AggregateFunction(argMin, String, ${at}),
+         min_timestamp SimpleAggregateFunction(min, ${at}), max_timestamp SimpleAggregateFunction(max, ${at}),
+         event_count AggregateFunction(uniqExact, UUID), pageview_count AggregateFunction(uniqExact, UUID),
+         entry_url AggregateFunction(argMin, String, ${at}), exit_url AggregateFunction(argMax, String, ${at}))
+       ENGINE = AggregatingMergeTree ORDER BY session_id`,
+    );
+    await db.command(
+      `CREATE MATERIALIZED VIEW ${mv} TO ${sessions} AS SELECT session_id,
+         argMinState(distinct_id, timestamp) AS distinct_id, min(timestamp) AS min_timestamp,
+         max(timestamp) AS max_timestamp, uniqExactState(uuid) AS event_count,
+         uniqExactIfState(uuid, event = '$pageview') AS pageview_count,
+         argMinIfState(current_url, timestamp, current_url != '') AS entry_url,
+         argMaxIfState(current_url, timestamp, current_url != '') AS exit_url
+       FROM ${events} WHERE session_id != '' GROUP BY session_id`,
+    );
+  }
+
+  test("sessions from before the web-analytics columns gain them; old rows read them empty, new events fill them", async () => {
+    await onFreshDatabase(async (config, db, warned) => {
+      await sessionsAsBefore(db);
+      const pageview = (second: number, properties: Record<string, unknown>) => ({
+        event: "$pageview",
+        distinct_id: "u",
+        timestamp: `2024-07-03T10:00:0${second}Z`,
+        properties: { $session_id: "s", $current_url: `https://a.example/${second}`, ...properties },
+      });
+      // stored by the old view, then the upgrade, then a later event of the same session
+      await db.command(
+        `INSERT INTO ${db.table("events")} (uuid, event, properties, timestamp, distinct_id, person_id, session_id, current_url, created_at)
+         VALUES ('0190b4a1-0000-7000-8000-0000000000b1', '$pageview', '{"utm_source":"old"}', '2024-07-03 10:00:01', 'u',
+                 '0190b4a1-0000-7000-8000-0000000000b2', 's', 'https://a.example/1', '2024-07-03 10:00:01')`,
+      );
+      const storage = await Storage.open(storageOptions(config));
+      await storage.ingest((await captured([pageview(2, { utm_source: "new" })])).events);
+      await storage.ingest((await captured([pageview(3, { utm_source: "later" })])).events);
+      await storage.close();
+      const said = warned.mock.calls.map((call) => String(call[0]));
+      expect(said.some((line) => line.includes("sessions`.entry is missing"))).toBe(true);
+      expect(said.some((line) => line.includes("sessions_mv`.entry is missing"))).toBe(true);
+      // the old row has no entry state: the first event the new view saw is the entry; counts are of what each saw
+      expect(
+        await db.rows(
+          `SELECT argMinMerge(entry_url) AS url, argMinMerge(entry).utm_source AS utm_source,
+             toString(uniqExactMerge(pageview_count)) AS pageviews, toString(uniqExactMerge(screen_count)) AS screens
+           FROM ${db.table("sessions")} GROUP BY session_id`,
+        ),
+      ).toEqual([{ url: "https://a.example/1", utm_source: "new", pageviews: "3", screens: "0" }]);
+    });
+  });
+
   test("a missing column is added back at startup, and its values are stored again", async () => {
     await onFreshDatabase(async (config, db, warned) => {
       await db.command(`ALTER TABLE ${db.table("events")} DROP COLUMN host`);
@@ -217,6 +274,7 @@ describe("an existing database that drifted from the schema", () => {
   test("a database from before events.geoip gets the column, and events_resolved its location in properties", async () => {
     await onFreshDatabase(async (config, db, warned) => {
       await db.command(`DROP VIEW ${db.table("events_resolved")}`);
+      await sessionsAsBefore(db); // whose view did not read geoip
       await db.command(`ALTER TABLE ${db.table("events")} DROP COLUMN geoip`);
       // as the view was: properties as stored
       await db.command(`CREATE VIEW ${db.table("events_resolved")} AS SELECT * FROM ${db.table("events")}`);
@@ -377,6 +435,189 @@ test("by default (TYPED_PROPERTIES=0) a new database has no properties_typed; ev
     await db.command(`DROP DATABASE \`${config.clickhouse.database}\``);
     await db.close();
   }
+});
+
+describe("sessions for web analytics", () => {
+  const at = (second: number) => `2024-07-02T10:00:${String(second).padStart(2, "0")}Z`;
+  const view = (session: string, second: number, path: string, properties: Record<string, unknown> = {}) => ({
+    event: "$pageview",
+    distinct_id: `visitor-${session}`,
+    timestamp: at(second),
+    properties: { $session_id: session, $current_url: `https://shop.example${path}`, ...properties },
+  });
+  const other = (event: string, session: string, second: number, properties: Record<string, unknown> = {}) => ({
+    event,
+    distinct_id: `visitor-${session}`,
+    timestamp: at(second),
+    properties: { $session_id: session, ...properties },
+  });
+  const events = [
+    // w-1: a custom event first, then the landing pageview (the entry), a click, a second page
+    other("signed_up", "w-1", 0, { utm_source: "not-the-entry", $browser: "Firefox" }),
+    view("w-1", 2, "/landing?utm_source=newsletter", {
+      $referring_domain: "news.example",
+      utm_source: "newsletter",
+      utm_medium: "email",
+      utm_campaign: "spring",
+      gclid: "g-1",
+      fbclid: "",
+      $browser: "Chrome",
+      $os: "Mac OS X",
+      $device_type: "Desktop",
+      $geoip_country_code: "DE",
+    }),
+    other("$autocapture", "w-1", 5),
+    view("w-1", 20, "/checkout", { $referring_domain: "$direct", utm_source: "later" }),
+    // w-2: one pageview, left after 5 s: a bounce; located by the service (an address in Britain)
+    view("w-2", 0, "/docs", { $referring_domain: "google.com", $ip: "81.2.69.160" }),
+    other("$pageleave", "w-2", 5, { $current_url: "https://shop.example/docs" }),
+    // w-3: one pageview, left after 15 s: not a bounce (10 s or more)
+    view("w-3", 0, "/blog"),
+    other("$pageleave", "w-3", 15),
+    // w-4: no pageview or screen: bounce is unknown, and it has no entry event
+    other("api_call", "w-4", 1, { utm_source: "first", $lib: "posthog-node" }),
+    other("api_call", "w-4", 3, { utm_source: "second" }),
+    // w-5: a mobile app's one screen: a bounce
+    other("$screen", "w-5", 0, { $os: "iOS", $device_type: "Mobile", $screen_name: "Home" }),
+  ];
+  // each with its uuid, as SDKs send them, so a resent event is the same event
+  const batch = events.map((event, i) => ({
+    ...event,
+    uuid: `0190b4a1-0000-7000-9000-${String(i).padStart(12, "0")}`,
+  }));
+
+  interface WebSession {
+    session_id: string;
+    entry_url: string;
+    exit_url: string;
+    entry_pathname: string;
+    exit_pathname: string;
+    views: number | string;
+    autocaptures: number | string;
+    duration: number | string;
+    is_bounce: number | null;
+    e: unknown;
+    entry_of: Record<string, string>;
+  }
+  const read = () =>
+    service.db.rows<WebSession>(
+      `SELECT session_id, argMinMerge(entry_url) AS entry_url, argMaxMerge(exit_url) AS exit_url,
+         path(entry_url) AS entry_pathname, path(exit_url) AS exit_pathname,
+         uniqExactMerge(pageview_count) + uniqExactMerge(screen_count) AS views,
+         uniqExactMerge(autocapture_count) AS autocaptures,
+         dateDiff('second', min(min_timestamp), max(max_timestamp)) AS duration,
+         if(views = 0, NULL, NOT (views > 1 OR autocaptures > 0 OR duration >= 10)) AS is_bounce,
+         argMinMerge(entry) AS e,
+         map('referring_domain', e.referring_domain, 'utm_source', e.utm_source, 'utm_medium', e.utm_medium,
+           'utm_campaign', e.utm_campaign, 'browser', e.browser, 'os', e.os, 'device_type', e.device_type,
+           'gclid', e.gclid, 'fbclid', e.fbclid, 'country', argMinMerge(entry_country)) AS entry_of
+       FROM ${service.db.table("sessions")} WHERE session_id LIKE 'w-%' GROUP BY session_id ORDER BY session_id`,
+    );
+  const none = {
+    referring_domain: "",
+    utm_source: "",
+    utm_medium: "",
+    utm_campaign: "",
+    browser: "",
+    os: "",
+    device_type: "",
+    gclid: "",
+    fbclid: "",
+    country: "",
+  };
+  const expected = [
+    {
+      session_id: "w-1",
+      entry_url: "https://shop.example/landing?utm_source=newsletter",
+      exit_url: "https://shop.example/checkout",
+      entry_pathname: "/landing",
+      exit_pathname: "/checkout",
+      views: 2,
+      autocaptures: 1,
+      duration: 20,
+      is_bounce: 0,
+      entry: {
+        ...none,
+        referring_domain: "news.example",
+        utm_source: "newsletter",
+        utm_medium: "email",
+        utm_campaign: "spring",
+        browser: "Chrome",
+        os: "Mac OS X",
+        device_type: "Desktop",
+        country: "DE",
+        gclid: "g-1",
+      },
+    },
+    {
+      session_id: "w-2",
+      entry_url: "https://shop.example/docs",
+      exit_url: "https://shop.example/docs",
+      entry_pathname: "/docs",
+      exit_pathname: "/docs",
+      views: 1,
+      autocaptures: 0,
+      duration: 5,
+      is_bounce: 1,
+      entry: { ...none, referring_domain: "google.com", country: "GB" },
+    },
+    {
+      session_id: "w-3",
+      entry_url: "https://shop.example/blog",
+      exit_url: "https://shop.example/blog",
+      entry_pathname: "/blog",
+      exit_pathname: "/blog",
+      views: 1,
+      autocaptures: 0,
+      duration: 15,
+      is_bounce: 0,
+      entry: none,
+    },
+    {
+      session_id: "w-4",
+      entry_url: "",
+      exit_url: "",
+      entry_pathname: "",
+      exit_pathname: "",
+      views: 0,
+      autocaptures: 0,
+      duration: 2,
+      is_bounce: null,
+      entry: none,
+    },
+    {
+      session_id: "w-5",
+      entry_url: "",
+      exit_url: "",
+      entry_pathname: "",
+      exit_pathname: "",
+      views: 1,
+      autocaptures: 0,
+      duration: 0,
+      is_bounce: 1,
+      entry: { ...none, os: "iOS", device_type: "Mobile" },
+    },
+  ];
+  const numbers = (rows: WebSession[]) =>
+    rows.map(({ entry_of, e, ...row }) => ({
+      ...row,
+      entry: entry_of,
+      views: Number(row.views),
+      autocaptures: Number(row.autocaptures),
+      duration: Number(row.duration),
+    }));
+
+  test("each session keeps its entry (its first pageview or screen), counts, and PostHog's bounce", async () => {
+    expect((await send(service, { api_key: KEY, batch })).status).toBe(200);
+    expect(numbers(await read())).toEqual(expected);
+  });
+
+  test("the same events again, in other requests and in reverse, change nothing", async () => {
+    for (const again of [[...batch].reverse(), batch.slice(0, 4), batch.slice(4)]) {
+      expect((await send(service, { api_key: KEY, batch: again })).status).toBe(200);
+    }
+    expect(numbers(await read())).toEqual(expected);
+  });
 });
 
 describe("writes that must not be refused", () => {

@@ -1,4 +1,5 @@
 import { literal, quoteIdentifier, tableName } from "../sql";
+import { SESSION_COLUMNS, sessionsView } from "./sessions";
 
 /**
  * Where a table's rows live on a cluster (`CLICKHOUSE_CLUSTER`; docs/scale-out.md#clusters). On one server every
@@ -174,16 +175,7 @@ export const TABLES: readonly TableSpec[] = [
   },
   {
     name: "sessions",
-    columns: {
-      session_id: "String",
-      distinct_id: `AggregateFunction(argMin, String, ${UTC_MICROS})`,
-      min_timestamp: `SimpleAggregateFunction(min, ${UTC_MICROS})`,
-      max_timestamp: `SimpleAggregateFunction(max, ${UTC_MICROS})`,
-      event_count: "AggregateFunction(uniqExact, UUID)",
-      pageview_count: "AggregateFunction(uniqExact, UUID)",
-      entry_url: `AggregateFunction(argMin, String, ${UTC_MICROS})`,
-      exit_url: `AggregateFunction(argMax, String, ${UTC_MICROS})`,
-    },
+    columns: SESSION_COLUMNS,
     engine: "AggregatingMergeTree",
     keys: "ORDER BY session_id",
     placement: { kind: "sharded" },
@@ -199,20 +191,6 @@ export const KEEPER_PATHS = {
   sharded: "/clickhouse/tables/{shard}/{database}/{table}",
   everywhere: "/clickhouse/tables/all/{database}/{table}",
 } as const;
-
-/** The sessions view's query, over the table the events are inserted into on this node. */
-const sessionsView = (events: string): string => `SELECT
-      session_id,
-      argMinState(distinct_id, timestamp) AS distinct_id,
-      min(timestamp) AS min_timestamp,
-      max(timestamp) AS max_timestamp,
-      uniqExactState(uuid) AS event_count,
-      uniqExactIfState(uuid, event = '$pageview') AS pageview_count,
-      argMinIfState(current_url, timestamp, current_url != '') AS entry_url,
-      argMaxIfState(current_url, timestamp, current_url != '') AS exit_url
-    FROM ${events}
-    WHERE session_id != ''
-    GROUP BY session_id`;
 
 /**
  * The events view: `events` deduplicated, each with the person its distinct ID has now, and its location among its
@@ -277,9 +255,10 @@ export function schemaObjects(database: string, cluster?: string, options: Schem
       engine,
       columns,
       materialized,
-      // a view holds no data: made again when its columns are not the ones it should have (`checkColumns`)
-      create: `CREATE ${kind === "VIEW" ? "OR REPLACE VIEW" : `${kind} IF NOT EXISTS`} ${tableName(database, name)}${onClusterClause(cluster)} ${rest}`,
-      replace: kind === "VIEW",
+      // a view holds no data (the sessions view's rows are in `sessions`): made again when its columns are not the
+      // ones it should have (`checkColumns`)
+      create: `CREATE ${kind === "TABLE" ? "TABLE IF NOT EXISTS" : `OR REPLACE ${kind}`} ${tableName(database, name)}${onClusterClause(cluster)} ${rest}`,
+      replace: kind !== "TABLE",
     });
   for (const spec of TABLES) {
     const materialized = typed ? spec.materialized : undefined;
@@ -311,7 +290,7 @@ export function schemaObjects(database: string, cluster?: string, options: Schem
   }
   const [events, sessions] = cluster === undefined ? ["events", "sessions"] : ["events_local", "sessions_local"];
   const view = `TO ${tableName(database, sessions)} AS\n    ${sessionsView(tableName(database, events))}`;
-  add("MATERIALIZED VIEW", "sessions_mv", "MaterializedView", view);
+  add("MATERIALIZED VIEW", "sessions_mv", "MaterializedView", view, SESSION_COLUMNS);
   // the view reads the events table's columns, its materialized ones included
   const eventsTable = objects.find((object) => object.name === "events")!;
   const materialized = Object.entries(eventsTable.materialized ?? {}).map(([name, { type }]) => [name, type] as const);

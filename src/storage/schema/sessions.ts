@@ -1,0 +1,105 @@
+import { literal } from "../sql";
+
+const UTC_MICROS = "DateTime64(6, 'UTC')";
+
+/**
+ * What a session keeps of its entry event: the properties web analytics breaks sessions down by, then the
+ * advertising click IDs PostHog lists. The name of each in the `entry` tuple → the event property it comes from.
+ */
+const ENTRY: Readonly<Record<string, string>> = {
+  referring_domain: "$referring_domain",
+  utm_source: "utm_source",
+  utm_medium: "utm_medium",
+  utm_campaign: "utm_campaign",
+  utm_term: "utm_term",
+  utm_content: "utm_content",
+  browser: "$browser",
+  os: "$os",
+  device_type: "$device_type",
+  ...Object.fromEntries(
+    [
+      ...["gclid", "gad_source", "gclsrc", "dclid", "gbraid", "wbraid", "fbclid", "msclkid", "twclid", "li_fat_id"],
+      ...["mc_cid", "igshid", "ttclid", "irclid", "epik", "qclid", "sccid", "_kx"],
+    ].map((id) => [id, id]),
+  ),
+};
+
+const ENTRY_TYPE = `Tuple(${Object.keys(ENTRY)
+  .map((name) => `${name} String`)
+  .join(", ")})`;
+
+/**
+ * The entry of an event that is a view, else an empty one. One `JSONExtract` reads every key into a tuple named as
+ * the properties are (a `$` and all), which is renamed by casting it to the same tuple without names, then to
+ * `ENTRY_TYPE` (a cast between named tuples matches them by name).
+ */
+const entryOf = (isView: string): string => {
+  const parsed = literal(
+    `Tuple(${Object.values(ENTRY)
+      .map((key) => `\`${key}\` String`)
+      .join(", ")})`,
+  );
+  const unnamed = literal(
+    `Tuple(${Object.keys(ENTRY)
+      .map(() => "String")
+      .join(", ")})`,
+  );
+  const either = `if(${isView}, JSONExtract(properties, ${parsed}), JSONExtract('{}', ${parsed}))`;
+  return `CAST(CAST(${either}, ${unnamed}), ${literal(ENTRY_TYPE)})`;
+};
+
+/**
+ * A session's entry event is its first pageview or screen. The argMin key that orders them: (timestamp, uuid); the
+ * uuid settles a tie, so any order of inserts and merges keeps the same entry.
+ */
+const ENTRY_KEY_TYPE = `Tuple(${UTC_MICROS}, UUID)`;
+const ENTRY_KEY = "(timestamp, uuid)";
+const IS_VIEW = "event IN ('$pageview', '$screen')";
+
+/**
+ * An event's country: its own `$geoip_country_code` where it sent one (which the service's location then leaves
+ * out), else where the service located it. The text is searched before it is parsed: few events carry the key.
+ */
+const COUNTRY = `if(position(properties, '"$geoip_country_code"') > 0 AND JSONHas(properties, '$geoip_country_code'),
+        JSONExtractString(properties, '$geoip_country_code'), JSONExtractString(geoip, '$geoip_country_code'))`;
+
+/** The `sessions` table's columns, name → type as ClickHouse reports it. */
+export const SESSION_COLUMNS: Readonly<Record<string, string>> = {
+  session_id: "String",
+  distinct_id: `AggregateFunction(argMin, String, ${UTC_MICROS})`,
+  min_timestamp: `SimpleAggregateFunction(min, ${UTC_MICROS})`,
+  max_timestamp: `SimpleAggregateFunction(max, ${UTC_MICROS})`,
+  event_count: "AggregateFunction(uniqExact, UUID)",
+  pageview_count: "AggregateFunction(uniqExact, UUID)",
+  entry_url: `AggregateFunction(argMin, String, ${UTC_MICROS})`,
+  exit_url: `AggregateFunction(argMax, String, ${UTC_MICROS})`,
+  screen_count: "AggregateFunction(uniqExact, UUID)",
+  autocapture_count: "AggregateFunction(uniqExact, UUID)",
+  entry: `AggregateFunction(argMin, ${ENTRY_TYPE}, ${ENTRY_KEY_TYPE})`,
+  entry_country: `AggregateFunction(argMin, String, ${ENTRY_KEY_TYPE})`,
+};
+
+/**
+ * The sessions view's query, over the table the events are inserted into on this node. Every column is a state
+ * that a repeated event cannot change (sets of uuids, first and last values), so a retried event counts once.
+ * The engine plans this query again for every insert, so it stays a few plain expressions (a tuple built key by
+ * key took longer to plan than the insert of 700 events it ran on), and it parses the properties of views only
+ * (`if` evaluates its branch for the rows that take it): parsing is most of what the entry costs.
+ * The bounce rule is PostHog's, read rather than stored (docs/analytics.md#sessions).
+ */
+export const sessionsView = (events: string): string => `SELECT
+      session_id,
+      argMinState(distinct_id, timestamp) AS distinct_id,
+      min(timestamp) AS min_timestamp,
+      max(timestamp) AS max_timestamp,
+      uniqExactState(uuid) AS event_count,
+      uniqExactIfState(uuid, event = '$pageview') AS pageview_count,
+      argMinIfState(current_url, timestamp, current_url != '') AS entry_url,
+      argMaxIfState(current_url, timestamp, current_url != '') AS exit_url,
+      uniqExactIfState(uuid, event = '$screen') AS screen_count,
+      uniqExactIfState(uuid, event = '$autocapture') AS autocapture_count,
+      argMinIfState(${entryOf(IS_VIEW)}, ${ENTRY_KEY}, ${IS_VIEW}) AS entry,
+      argMinIfState(${COUNTRY}, ${ENTRY_KEY}, ${IS_VIEW}) AS entry_country
+    FROM ${events}
+    WHERE session_id != ''
+    GROUP BY session_id`;

@@ -9,11 +9,16 @@ import {
   FLOORS,
   importGraph,
   importsOf,
+  sourceFiles,
   withDiagram,
 } from "../scripts/layout";
 
 // The floor plan (scripts/layout.ts) is what the code does: no import circles, no folder importing one it does not
 // use or past another folder's index.ts, and the lint rules and the diagram in docs/architecture.md are its own.
+// The house stays tidy: no file of src/ grows past what one reads in a sitting.
+
+/** The most lines a file of src/ may have: past it, it is split along a seam (as config/ and identity/ were). */
+const MAX_LINES = 400;
 
 const ROOT = resolve(import.meta.dir, "..");
 const read = (path: string) => readFileSync(join(ROOT, path), "utf8");
@@ -53,6 +58,15 @@ describe("layout", () => {
           statement: expect.stringMatching(/^export (type )?(\{\}|\*) from "\.\/[\w/-]+";$/),
         });
     }
+  });
+
+  test(`no file of src/ is over ${MAX_LINES} lines`, () => {
+    const long = sourceFiles().flatMap((file) => {
+      const text = read(`src/${file}`);
+      const lines = text.split("\n").length - (text.endsWith("\n") ? 1 : 0);
+      return lines > MAX_LINES ? [`src/${file}: ${lines} lines (at most ${MAX_LINES})`] : [];
+    });
+    expect(long).toEqual([]);
   });
 
   test("biome.json holds the plan's lint rules (npm run layout writes them)", () => {

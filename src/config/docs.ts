@@ -1,4 +1,5 @@
-import { type Backend, SETTINGS, type Setting } from "./settings";
+import type { Backend, Setting } from "./setting";
+import { SETTINGS } from "./settings";
 
 /** The settings as `--help` prints them: one line each, with the default and where it applies. */
 export function helpText(): string {

@@ -1,13 +1,7 @@
+export type { Fsync } from "./clickhouse";
 export { helpText, settingsTable } from "./docs";
 export { ConfigError, OperatorError } from "./errors";
 export { type ClickHouseConfig, type Config, loadConfig, redacted } from "./load";
-export {
-  ENV_NAMES,
-  type Env,
-  type Fsync,
-  LEVELS,
-  type Level,
-  SETTINGS,
-  type Setting,
-  type Settings,
-} from "./settings";
+export type { Env, Setting } from "./setting";
+export { ENV_NAMES, SETTINGS, type Settings } from "./settings";
+export { LEVELS, type Level } from "./telemetry";

@@ -1,6 +1,8 @@
 import { type } from "arktype";
+import type { CLICKHOUSE, Fsync } from "./clickhouse";
 import { ConfigError } from "./errors";
-import { type Backend, type Env, type Fsync, SETTINGS, type Setting, type SettingKey, type Settings } from "./settings";
+import type { Backend, Env, Setting } from "./setting";
+import { SETTINGS, type SettingKey, type Settings } from "./settings";
 
 /** Where the data goes: a ClickHouse server over HTTP, or chDB embedded in this process. */
 export type ClickHouseConfig =
@@ -22,16 +24,8 @@ export type ClickHouseConfig =
       readonly fsync: Fsync;
     };
 
-/** The settings that together say where the data goes, gathered into `Config.clickhouse`. */
-type ClickHouseKey =
-  | "clickhouseUrl"
-  | "clickhouseUser"
-  | "clickhousePassword"
-  | "clickhouseDatabase"
-  | "clickhouseCluster"
-  | "dataDir"
-  | "fsync"
-  | "chdbCacheDir";
+/** The settings that together say where the data goes (clickhouse.ts), gathered into `Config.clickhouse`. */
+type ClickHouseKey = keyof typeof CLICKHOUSE;
 
 /** The configuration, read once at startup: every setting of `SETTINGS`, the ClickHouse ones as one target. */
 export type Config = Omit<Settings, ClickHouseKey> & { readonly clickhouse: ClickHouseConfig };

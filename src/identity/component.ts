@@ -1,16 +1,13 @@
-import {
-  compareTuples,
-  type FactRow,
-  type FirstOnce,
-  type LastOnce,
-  type LastWrite,
-  NO_FIRST_ONCE,
-  NO_LAST_ONCE,
-  NO_WRITE,
-  onceKey,
-  type When,
-} from "./facts";
+import { compareTuples, type FactRow, type FirstOnce, NO_FIRST_ONCE, onceKey, type When } from "./facts";
 import type { Person } from "./person";
+import {
+  foldKey,
+  type KeyState,
+  type LocationState,
+  latestWriteEarliestOnce,
+  onceAfter,
+  propertiesJsonOf,
+} from "./properties";
 
 /**
  * Versions start here: above every version 0.1.0 wrote (microseconds since 1970, below 2^52 until the year 2112),
@@ -26,35 +23,6 @@ const LINK_VERSION_BASE = 2 ** 52 + 2 ** 50;
 interface Birth {
   readonly distinctId: string;
   readonly at: When;
-}
-
-interface KeyState {
-  write: LastWrite;
-  firstOnce: FirstOnce;
-  lastOnce: LastOnce;
-  /**
-   * The earliest `$set_once` after `floor` (`NO_FIRST_ONCE` if none is known), exact while `floor` is defined: what
-   * decides the key after an `$unset` at or after `floor`. Undefined until `knowOnces` tells it; only the `once`
-   * facts read for that (and a flush's own, after) are folded in.
-   */
-  floor?: When | undefined;
-  after?: FirstOnce | undefined;
-}
-
-/** The `location` facts folded: the latest `$set` of `$geoip_*` keys and the earliest `$set_once`, as objects. */
-type LocationState = Pick<KeyState, "write" | "firstOnce">;
-
-/** Of two states of one key (or of the location), the latest write and the earliest `$set_once`. */
-function latestWriteEarliestOnce(a: LocationState, b: LocationState): LocationState {
-  return {
-    write: compareTuples(b.write, a.write) > 0 ? b.write : a.write,
-    firstOnce: compareTuples(b.firstOnce, a.firstOnce) < 0 ? b.firstOnce : a.firstOnce,
-  };
-}
-
-/** Whether a `$set_once` (`once`) came after `when`. */
-function onceAfter(once: FirstOnce | LastOnce, when: When): boolean {
-  return compareTuples([once[1], once[2]], when) > 0;
 }
 
 /** Whether `a` happened before `b`: by when, then by `a`'s and `b`'s names (a person id, a distinct ID). */
@@ -79,8 +47,8 @@ function before(a: When, aName: string, b: When, bName: string): boolean {
  * - its version counts the rows of its facts; its links' version the rows of the facts links depend on, `born`
  *   and `joined` (not `identified`: a repeated `$identify` rewrites the person, not each of its links).
  *
- * Every fold here (the latest, the earliest, the sum) is the one ClickHouse applies when it collapses rows of
- * the same fact, so folding collapsed rows and folding the rows as written agree.
+ * Every fold here and in properties.ts (the latest, the earliest, the sum) is the one ClickHouse applies when it
+ * collapses rows of the same fact, so folding collapsed rows and folding the rows as written agree.
  */
 export class Component {
   readonly members = new Set<string>();
@@ -141,54 +109,11 @@ export class Component {
       this.#properties.set(key, { ...update });
       return;
     }
-    const onces = this.#foldOnces(state, update);
-    Object.assign(state, latestWriteEarliestOnce(state, update));
-    if (compareTuples(update.lastOnce, state.lastOnce) > 0) state.lastOnce = update.lastOnce;
-    state.floor = onces.floor;
-    state.after = onces.after;
+    foldKey(state, update);
   }
 
   #foldLocation(update: LocationState): void {
     this.#location = this.#location === undefined ? update : latestWriteEarliestOnce(this.#location, update);
-  }
-
-  /** Each key the location sets or sets once, as a key's own facts would say it. */
-  #locatedKeys(): Map<string, KeyState> {
-    const keys = new Map<string, KeyState>();
-    const { write, firstOnce } = this.#location ?? {};
-    if (write !== undefined && write[0] === 1) {
-      for (const [key, value] of Object.entries(JSON.parse(write[4]) as Record<string, unknown>)) {
-        keys.set(key, {
-          write: [1, write[1], write[2], 0, JSON.stringify(value)],
-          firstOnce: NO_FIRST_ONCE,
-          lastOnce: NO_LAST_ONCE,
-        });
-      }
-    }
-    if (firstOnce !== undefined && firstOnce[0] === 0) {
-      for (const [key, value] of Object.entries(JSON.parse(firstOnce[3]) as Record<string, unknown>)) {
-        const once: FirstOnce = [0, firstOnce[1], firstOnce[2], JSON.stringify(value)];
-        const state = keys.get(key);
-        if (state === undefined) keys.set(key, { write: NO_WRITE, firstOnce: once, lastOnce: NO_LAST_ONCE });
-        else state.firstOnce = once;
-      }
-    }
-    return keys;
-  }
-
-  /**
-   * What is known of the earliest `$set_once` after a floor once two states are one: a side with no `$set_once`
-   * at all changes nothing; otherwise it is known after the later floor if neither side's is at or before it.
-   */
-  #foldOnces(a: KeyState, b: KeyState): Pick<KeyState, "floor" | "after"> {
-    const none = (side: KeyState) => side.floor === undefined && side.lastOnce[0] === 0;
-    if (none(b)) return a;
-    if (none(a)) return b;
-    if (a.floor === undefined || b.floor === undefined) return {};
-    const floor = compareTuples(b.floor, a.floor) > 0 ? b.floor : a.floor;
-    const [x, y] = [a.after!, b.after!];
-    if (![x, y].every((once) => once[0] === 1 || onceAfter(once, floor))) return {};
-    return { floor, after: compareTuples(y, x) < 0 ? y : x };
   }
 
   /**
@@ -391,76 +316,6 @@ export class Component {
 
   /** Its properties as JSON text, keys in code unit order, each value as its fact holds it. */
   propertiesJson(): string {
-    const located = this.#locatedKeys();
-    const entries: string[] = [];
-    for (const key of [...new Set([...this.#properties.keys(), ...located.keys()])].sort()) {
-      const own = this.#properties.get(key);
-      const fromLocation = located.get(key);
-      const state =
-        fromLocation === undefined
-          ? own!
-          : own === undefined
-            ? fromLocation
-            : { ...own, ...latestWriteEarliestOnce(own, fromLocation) };
-      const value = keyValue(key, state);
-      if (value !== undefined) entries.push(`${JSON.stringify(key)}:${value}`);
-    }
-    return `{${entries.join(",")}}`;
+    return propertiesJsonOf(this.#properties, this.#location);
   }
-}
-
-/**
- * A key's value as JSON text, or undefined if it has none (the rule in `Component`). After an `$unset` that a
- * `$set_once` followed, the earliest of those must be known (`onceGaps` is empty): a derivation without it would
- * write a value no other instance derives.
- */
-function keyValue(key: string, { write, firstOnce, lastOnce, floor, after }: KeyState): string | undefined {
-  const [written, writtenAt, writtenArrival, unset, value] = write;
-  if (written === 0) return firstOnce[0] === 0 ? firstOnce[3] : undefined;
-  if (unset === 0) return value;
-  const unsetAt: When = [writtenAt, writtenArrival];
-  if (lastOnce[0] === 0 || !onceAfter(lastOnce, unsetAt)) return undefined;
-  if (floor === undefined || compareTuples(floor, unsetAt) > 0 || !onceAfter(after!, unsetAt)) {
-    throw new Error(`The earliest $set_once of ${JSON.stringify(key)} after its $unset was not read`);
-  }
-  return after![3];
-}
-
-/**
- * Splits facts into the components they describe: IDs joined by a `joined` fact, or by `together` (pairs known
- * to be on one person, such as IDs sharing a stored link), are one component.
- */
-export function components(
-  facts: readonly FactRow[],
-  together: readonly (readonly [string, string])[] = [],
-): Component[] {
-  const parent = new Map<string, string>();
-  const find = (id: string): string => {
-    let root = id;
-    for (let up = parent.get(root); up !== undefined && up !== root; up = parent.get(root)) root = up;
-    for (let at = id; at !== root; ) {
-      const up = parent.get(at)!;
-      parent.set(at, root);
-      at = up;
-    }
-    return root;
-  };
-  const union = (a: string, b: string) => {
-    if (!parent.has(a)) parent.set(a, a);
-    if (!parent.has(b)) parent.set(b, b);
-    const [ra, rb] = [find(a), find(b)];
-    if (ra !== rb) parent.set(ra, rb);
-  };
-  for (const fact of facts) union(fact.distinct_id, fact.kind === "joined" ? fact.name : fact.distinct_id);
-  for (const [a, b] of together) union(a, b);
-  const byRoot = new Map<string, Component>();
-  const componentOf = (id: string) => {
-    const root = find(id);
-    const component = byRoot.get(root) ?? new Component();
-    byRoot.set(root, component);
-    return component;
-  };
-  for (const fact of facts) componentOf(fact.distinct_id).add(fact);
-  for (const pair of together) for (const id of pair) componentOf(id).members.add(id);
-  return [...byRoot.values()];
 }

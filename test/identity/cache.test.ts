@@ -2,7 +2,8 @@ import { describe, expect, test } from "bun:test";
 import type { Timestamp } from "../../src/contract/event";
 import { personIdFor } from "../../src/identity";
 import { cachePerson, linkCache, personCache } from "../../src/identity/cache";
-import { type Component, components } from "../../src/identity/component";
+import type { Component } from "../../src/identity/component";
+import { components } from "../../src/identity/components";
 import { identityFact, propertyFact } from "../../src/identity/facts";
 
 const link = (version: number) => ({ personId: "p", version });

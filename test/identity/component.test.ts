@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import type { CapturedEvent, Timestamp } from "../../src/contract/event";
-import { components } from "../../src/identity/component";
+import { components } from "../../src/identity/components";
 import { compareTuples } from "../../src/identity/facts";
 import { factsOf } from "../../src/identity/flush-facts";
 import { personIntentOf } from "../../src/identity/person-rules";

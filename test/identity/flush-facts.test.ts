@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { CapturedEvent, Timestamp } from "../../src/contract/event";
-import { type Component, components } from "../../src/identity/component";
+import type { Component } from "../../src/identity/component";
+import { components } from "../../src/identity/components";
 import { type FactRow, onceKey } from "../../src/identity/facts";
 import { factsOf } from "../../src/identity/flush-facts";
 import type { HeldOf } from "../../src/identity/held";

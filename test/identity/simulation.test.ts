@@ -1,7 +1,8 @@
 import { expect, test } from "bun:test";
 import { parseTimestamp } from "../../src/capture";
 import type { CapturedEvent, Timestamp } from "../../src/contract";
-import { type Component, components } from "../../src/identity/component";
+import type { Component } from "../../src/identity/component";
+import { components } from "../../src/identity/components";
 import { componentRows } from "../../src/identity/derive";
 import type { FactRow } from "../../src/identity/facts";
 import { factsOf } from "../../src/identity/flush-facts";

@@ -1,0 +1,57 @@
+import { flag, path, proxies } from "./parse";
+import { setting, type Topic } from "./setting";
+
+/**
+ * Events: what is stored of each one beside what its SDK sent: its time corrected or not, its properties typed,
+ * its client's address (through which proxies) and where that is (src/capture, the events table).
+ */
+export const EVENTS = {
+  correctClockSkew: setting({
+    env: "CORRECT_CLOCK_SKEW",
+    parse: flag,
+    default: false,
+    shownDefault: "`0`",
+    help: "`1`: move each `timestamp` by the client clock's error that `sent_at` shows, as PostHog does. `0`: store timestamps as sent.",
+    backend: "any",
+  }),
+  typedProperties: setting({
+    env: "TYPED_PROPERTIES",
+    parse: flag,
+    default: false,
+    shownDefault: "`0`",
+    help: "`1`: add `events.properties_typed`, the properties in the engine's JSON type, computed as events are inserted: property reads 2–10× faster, ingest of posthog-js events about 40% slower (docs/analytics.md). `0`: none added; one that exists is kept until dropped.",
+    backend: "any",
+  }),
+  captureIp: setting({
+    env: "CAPTURE_IP",
+    parse: flag,
+    default: true,
+    shownDefault: "`1`",
+    help: "`1`: store each event's client address in `events.ip` (the event's own `$ip`, else the connection's). `0`: store none.",
+    backend: "any",
+  }),
+  geoip: setting({
+    env: "GEOIP",
+    parse: flag,
+    default: true,
+    shownDefault: "`1`",
+    help: "`1`: locate events from public addresses: PostHog's `$geoip_*` in `events.geoip` and in the properties of `events_resolved` (and on their person, with `PERSON_AUTO_PROPERTIES`). `0`: none.",
+    backend: "any",
+  }),
+  geoipDatabase: setting<string | undefined>({
+    env: "GEOIP_DATABASE",
+    parse: path,
+    default: undefined,
+    shownDefault: "bundled: DB-IP country",
+    help: "A MaxMind DB file (GeoIP2 or GeoLite2 City, or Country) to locate addresses with, instead of the bundled country database.",
+    backend: "any",
+  }),
+  trustedProxies: setting<readonly string[]>({
+    env: "TRUSTED_PROXIES",
+    parse: proxies,
+    default: [],
+    shownDefault: "none",
+    help: "Comma-separated addresses or CIDR ranges of your load balancers: from these, the client is the nearest untrusted address in `X-Forwarded-For`.",
+    backend: "any",
+  }),
+} as const satisfies Topic;

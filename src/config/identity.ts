@@ -1,0 +1,54 @@
+import { type } from "arktype";
+import { flag, positive } from "./parse";
+import { setting, type Topic } from "./setting";
+
+/**
+ * Identity: which events make persons and which properties they set on them, what is cached of links and persons,
+ * and how often facts no person reflects yet are repaired (src/identity, docs/identity.md).
+ */
+export const IDENTITY = {
+  linkCacheEntries: setting({
+    env: "LINK_CACHE_ENTRIES",
+    parse: positive,
+    default: 200_000,
+    help: "Distinct ID → person links held in memory (about 230 bytes each); embedded, size it above your distinct IDs.",
+    backend: "any",
+  }),
+  linkCacheTtlMs: setting({
+    env: "LINK_CACHE_TTL_MS",
+    parse: positive,
+    default: 5_000,
+    help: "With other instances writing: how long a cached link may serve events that change no person.",
+    backend: "server",
+  }),
+  personlessEvents: setting({
+    env: "PERSONLESS_EVENTS",
+    parse: flag,
+    default: true,
+    shownDefault: "`1`",
+    help: "`1`: an event with `$process_person_profile: false` makes and changes no person, as PostHog does (it keeps its ID's person, or the one a first profile would make). `0`: every event is a profile event.",
+    backend: "any",
+  }),
+  personAutoProperties: setting({
+    env: "PERSON_AUTO_PROPERTIES",
+    parse: flag,
+    default: true,
+    shownDefault: "`1`",
+    help: "`1`: set `$browser`, `$os`, `$current_url`, `utm_*` and the like from events on their person, and `$initial_*` once, as PostHog does. `0`: only what SDKs `$set`.",
+    backend: "any",
+  }),
+  repairIntervalS: setting({
+    env: "REPAIR_INTERVAL_S",
+    parse: type("string.integer.parse").to("0 <= number.integer <= 3600"),
+    default: 60,
+    help: "How often identity facts no person reflects yet (a write that failed half-way, never retried) are derived (0: only at startup).",
+    backend: "any",
+  }),
+  personCacheMiB: setting({
+    env: "PERSON_CACHE_MIB",
+    parse: positive,
+    default: 512,
+    help: "Memory for cached persons (their identity facts, folded), estimated from their IDs and properties (a posthog-js user's about 30 KB).",
+    backend: "embedded",
+  }),
+} as const satisfies Topic;

@@ -1,0 +1,26 @@
+import { type } from "arktype";
+import { port } from "./parse";
+import { setting, type Topic } from "./setting";
+
+/** Log levels, least to most severe. */
+export const LEVELS = ["debug", "info", "warn", "error"] as const;
+export type Level = (typeof LEVELS)[number];
+
+/** Telemetry: what is logged, and where metrics are served (src/telemetry). */
+export const TELEMETRY = {
+  logLevel: setting<Level>({
+    env: "LOG_LEVEL",
+    parse: type.enumerated(...LEVELS),
+    default: "info",
+    help: `${LEVELS.map((level) => `\`${level}\``).join(", ")}: JSON lines on stdout.`,
+    backend: "any",
+  }),
+  metricsPort: setting<number | undefined>({
+    env: "METRICS_PORT",
+    parse: port,
+    default: undefined,
+    shownDefault: "off",
+    help: "Serve Prometheus metrics at `GET /metrics` on this port, on `HOST` (0 picks a free one).",
+    backend: "any",
+  }),
+} as const satisfies Topic;

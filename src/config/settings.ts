@@ -13,7 +13,7 @@ import { TELEMETRY } from "./telemetry";
  *
  * Each topic declares its settings in a table of its own: ingest.ts (the listener and the writes), events.ts,
  * identity.ts, telemetry.ts, query-port.ts, clickhouse.ts (where the data goes). A new setting goes in its
- * topic's table, and here in its place.
+ * topic's table.
  */
 
 /** Every topic's settings together: what `SETTINGS` must hold, each key once. */
@@ -24,27 +24,11 @@ type Declared = typeof INGEST &
   typeof QUERY_PORT &
   typeof CLICKHOUSE;
 
-// Identity's and the events' settings interleave in the order operators know (the README's, since each was added):
-// they are placed one by one; every other topic keeps its table's order as a whole.
-const { linkCacheEntries, linkCacheTtlMs, personlessEvents, personAutoProperties, repairIntervalS, personCacheMiB } =
-  IDENTITY;
-const { correctClockSkew, typedProperties, captureIp, geoip, geoipDatabase, trustedProxies } = EVENTS;
-
-/** In the order `--help` and the README list them. A topic's setting left out here fails to compile. */
+/** In the order `--help` and the README list them, a topic at a time. A topic left out here fails to compile. */
 export const SETTINGS = {
   ...INGEST,
-  linkCacheEntries,
-  linkCacheTtlMs,
-  correctClockSkew,
-  personlessEvents,
-  personAutoProperties,
-  typedProperties,
-  captureIp,
-  geoip,
-  geoipDatabase,
-  trustedProxies,
-  repairIntervalS,
-  personCacheMiB,
+  ...EVENTS,
+  ...IDENTITY,
   ...TELEMETRY,
   ...QUERY_PORT,
   ...CLICKHOUSE,

@@ -1,4 +1,5 @@
 import { hostname } from "node:os";
+import { parseArgs } from "node:util";
 import type { Server } from "bun";
 import pkg from "../package.json" with { type: "json" };
 import { openGeoIp, PendingBytes } from "./capture";
@@ -17,14 +18,35 @@ Usage: ingest [--help | --version | --health-check]      the service; settings c
        ingest import FILE...                              events from files of JSON lines (ingest import --help)
 `;
 
-/** The process: reads the configuration, opens the storage, listens, and stops gracefully on a signal. */
+/** The subcommands, by the word that names them: each takes the arguments after it and returns the exit status. */
+const COMMANDS = new Map<string, (args: readonly string[]) => Promise<number>>([
+  ["query", queryCommand],
+  ["import", importCommand],
+]);
+
+/** The service's own flags; it takes no other argument. */
+const FLAGS = {
+  help: { type: "boolean", short: "h" },
+  version: { type: "boolean" },
+  "health-check": { type: "boolean" },
+} as const;
+
+/**
+ * The process: a subcommand, or the service, which reads the configuration, opens the storage, listens, and stops
+ * gracefully on a signal. A word or flag it does not know is refused (exit 2) before any of that.
+ */
 async function main(args: readonly string[]): Promise<void> {
-  if (args[0] === "query") return exit(await queryCommand(args.slice(1)));
-  if (args[0] === "import") return exit(await importCommand(args.slice(1)));
-  if (args.includes("--version")) return exit(0, pkg.version);
-  if (args.includes("--help") || args.includes("-h")) return exit(0, `${USAGE}\n${helpText()}`);
+  const [word, ...rest] = args;
+  if (word !== undefined && !word.startsWith("-")) {
+    const command = COMMANDS.get(word);
+    return command ? exit(await command(rest)) : refuse(`unknown command "${word}"`);
+  }
+  const flags = serviceFlags(args);
+  if (typeof flags === "string") return refuse(flags);
+  if (flags.version) return exit(0, pkg.version);
+  if (flags.help) return exit(0, `${USAGE}\n${helpText()}`);
   const config = configOrExit();
-  if (args.includes("--health-check")) return exit((await isHealthy(config)) ? 0 : 1);
+  if (flags.healthCheck) return exit((await isHealthy(config)) ? 0 : 1);
   if (config.queryPort !== undefined) ensureWorkerThreads(workerThreadsFor(config.queryConcurrency));
 
   const log = new Logger(config.logLevel);
@@ -117,6 +139,25 @@ async function isHealthy(config: Config): Promise<boolean> {
     (response) => response.ok,
     () => false,
   );
+}
+
+/** The flags in `args`; or, for the first argument that is none of them, the sentence refusing it. */
+function serviceFlags(args: readonly string[]): { help: boolean; version: boolean; healthCheck: boolean } | string {
+  // Not strict: its errors name the argument inconsistently (`-hx` as 'x'); the tokens name it as typed.
+  const { values, tokens } = parseArgs({ args: [...args], options: FLAGS, strict: false, tokens: true });
+  for (const token of tokens) {
+    if (token.kind === "positional") return `unexpected argument "${token.value}"`;
+    if (token.kind !== "option") continue;
+    if (!Object.hasOwn(FLAGS, token.name)) return `unknown flag "${token.rawName}"`;
+    if (token.value !== undefined) return `${token.rawName} takes no value`;
+  }
+  return { help: values.help === true, version: values.version === true, healthCheck: values["health-check"] === true };
+}
+
+/** A usage error: one sentence on stderr, exit 2. */
+function refuse(sentence: string): never {
+  console.error(`ingest: ${sentence} (see ingest --help)`);
+  return exit(2);
 }
 
 function configOrExit(): Config {

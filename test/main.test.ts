@@ -1,7 +1,10 @@
 import { describe, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import pkg from "../package.json" with { type: "json" };
 import { ENV_NAMES, helpText } from "../src/config";
 import { answers, processEnv, queryRows, ROOT, startProcess } from "./helpers/process";
+import { scratchDir } from "./helpers/scratch";
 
 const KEY = "key-1";
 const post = (url: string, batch: object[]) =>
@@ -104,6 +107,52 @@ describe("the service process", () => {
     const version = run("--version");
     expect(version.stdout.toString().trim()).toBe(pkg.version);
   });
+
+  test("an unknown command, flag or argument gets one sentence and exit 2, before any setting is read or port opened", async () => {
+    const dataDir = join(scratchDir("ingest-refused-"), "data");
+    const env = { PATH: process.env.PATH ?? "", HOST: "127.0.0.1", PORT: "0", DATA_DIR: dataDir };
+    // Were one taken for the service, it would listen and log "started" on stdout until killed here.
+    const run = async (args: string[], extra: Record<string, string> = {}) => {
+      const child = Bun.spawn([process.execPath, "src/main.ts", ...args], {
+        cwd: ROOT,
+        env: { ...env, ...extra },
+        stdout: "pipe",
+        stderr: "pipe",
+        timeout: 20_000,
+      });
+      const [stdout, stderr, code] = await Promise.all([
+        new Response(child.stdout).text(),
+        new Response(child.stderr).text(),
+        child.exited,
+      ]);
+      return { code, stdout, stderr };
+    };
+    const refused = (sentence: string) => ({
+      code: 2,
+      stdout: "",
+      stderr: `ingest: ${sentence} (see ingest --help)\n`,
+    });
+    const [backup, inherited, prot, short, extra, badConfig, version, help] = await Promise.all([
+      run(["backup"]),
+      run(["toString"]),
+      run(["--prot", "9000"]),
+      run(["-x"]),
+      run(["--version", "now"]),
+      run(["--prot"], { PORT: "not-a-port" }),
+      run(["--version"]),
+      run(["-h"]),
+    ]);
+    expect(backup).toEqual(refused('unknown command "backup"'));
+    expect(inherited).toEqual(refused('unknown command "toString"'));
+    expect(prot).toEqual(refused('unknown flag "--prot"'));
+    expect(short).toEqual(refused('unknown flag "-x"'));
+    expect(extra).toEqual(refused('unexpected argument "now"'));
+    expect(badConfig).toEqual(refused('unknown flag "--prot"'));
+    expect(version).toEqual({ code: 0, stdout: `${pkg.version}\n`, stderr: "" });
+    expect(help.code).toBe(0);
+    expect(help.stdout).toStartWith(`ingest ${pkg.version}:`);
+    expect(existsSync(dataDir)).toBe(false);
+  }, 30_000);
 
   test("--health-check exits 0 while a service answers on PORT, 1 when none does", async () => {
     const env = processEnv({ PUBLIC_API_KEYS: KEY });

@@ -11,7 +11,7 @@ import {
   type Rejected,
   runImport,
 } from "../import";
-import { failure } from "./output";
+import { failure, usageError } from "./output";
 import { progressView } from "./progress";
 
 const IMPORT_USAGE = `Usage: ingest import [--url URL --api-key KEY] [--data-dir DIR] [--format NAME] [--resume]
@@ -228,6 +228,5 @@ function parseOptions(args: readonly string[]) {
 }
 
 function usage(message: string): number {
-  process.stderr.write(`${message}\n\n${IMPORT_USAGE}`);
-  return 2;
+  return usageError(message, IMPORT_USAGE);
 }

@@ -3,7 +3,7 @@ import { parseArgs } from "node:util";
 import { type Config, ConfigError, loadConfig } from "../config";
 import { heldBy } from "../engine";
 import { QueryEngine, QueryError, queryEngineOptions } from "../query";
-import { failure } from "./output";
+import { failure, usageError } from "./output";
 
 const QUERY_USAGE = `Usage: ingest query [--format FORMAT] [--database NAME] [--url URL] "SQL"
 
@@ -25,7 +25,7 @@ export async function queryCommand(args: readonly string[], env = process.env): 
   try {
     parsed = parseOptions(args);
   } catch (error) {
-    return failure(`${(error as Error).message}\n\n${QUERY_USAGE}`);
+    return usageError((error as Error).message, QUERY_USAGE);
   }
   const { values, positionals } = parsed;
   if (values.help) {

@@ -84,7 +84,10 @@ describe.skipIf(!embedded)("ingest query", () => {
     const missing = await ingestQuery(["SELECT 1"], env);
     expect([missing.code, missing.stderr]).toEqual([1, expect.stringContaining("No data in /nonexistent/ingest-data")]);
     expect((await ingestQuery([], env)).stderr).toContain("No query given");
-    expect((await ingestQuery(["--bogus"], env)).stderr).toContain("Usage: ingest query");
+    const unknown = await ingestQuery(["--bogus"], env);
+    expect([unknown.code, unknown.stdout]).toEqual([2, ""]);
+    expect(unknown.stderr).toContain("--bogus");
+    expect(unknown.stderr).toContain("Usage: ingest query");
     const help = await ingestQuery(["--help"], env);
     expect([help.code, help.stdout]).toEqual([0, expect.stringContaining("Usage: ingest query")]);
   });

@@ -93,5 +93,7 @@ try {
   else await runLoad(work, syntheticLoad({ shape: MODE === "http" ? "known" : MODE, people: PEOPLE }, MODE));
 } finally {
   for (const service of running) await stop(service);
-  rmSync(work, { recursive: true, force: true });
+  // BENCH_KEEP=1 leaves the data behind, to query it after (`DATA_DIR=<work>/service ingest query ...`)
+  if (process.env.BENCH_KEEP === "1") console.log(`kept: ${work}`);
+  else rmSync(work, { recursive: true, force: true });
 }

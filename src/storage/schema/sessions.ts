@@ -1,6 +1,7 @@
 import { literal } from "../sql";
 
-const UTC_MICROS = "DateTime64(6, 'UTC')";
+/** A timestamp column's type: microseconds, UTC. */
+export const UTC_MICROS = "DateTime64(6, 'UTC')";
 
 /**
  * What a session keeps of its entry event: the properties web analytics breaks sessions down by, then the
@@ -99,7 +100,7 @@ export const sessionsView = (events: string): string => `SELECT
       uniqExactIfState(uuid, event = '$screen') AS screen_count,
       uniqExactIfState(uuid, event = '$autocapture') AS autocapture_count,
       argMinIfState(${entryOf(IS_VIEW)}, ${ENTRY_KEY}, ${IS_VIEW}) AS entry,
-      argMinIfState(${COUNTRY}, ${ENTRY_KEY}, ${IS_VIEW}) AS entry_country
+      argMinIfState(if(${IS_VIEW}, ${COUNTRY}, ''), ${ENTRY_KEY}, ${IS_VIEW}) AS entry_country
     FROM ${events}
     WHERE session_id != ''
     GROUP BY session_id`;

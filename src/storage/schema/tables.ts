@@ -1,5 +1,5 @@
 import { literal, quoteIdentifier, tableName } from "../sql";
-import { SESSION_COLUMNS, sessionsView } from "./sessions";
+import { SESSION_COLUMNS, sessionsView, UTC_MICROS } from "./sessions";
 
 /**
  * Where a table's rows live on a cluster (`CLICKHOUSE_CLUSTER`; docs/scale-out.md#clusters). On one server every
@@ -24,8 +24,6 @@ interface TableSpec {
   readonly keys: string;
   readonly placement: Placement;
 }
-
-const UTC_MICROS = "DateTime64(6, 'UTC')";
 
 /** A column the engine computes on insert. `SELECT *` leaves it out; a query names it. */
 export interface MaterializedColumn {

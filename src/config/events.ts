@@ -1,9 +1,11 @@
+import { type } from "arktype";
 import { flag, path, proxies } from "./parse";
 import { setting, type Topic } from "./setting";
 
 /**
  * Events: what is stored of each one beside what its SDK sent: its time corrected or not, its properties typed,
- * its client's address (through which proxies) and where that is (src/capture, the events table).
+ * its client's address (through which proxies) and where that is (src/capture, the events table), and how long
+ * events and sessions are kept (src/storage/retention.ts).
  */
 export const EVENTS = {
   correctClockSkew: setting({
@@ -52,6 +54,15 @@ export const EVENTS = {
     default: [],
     shownDefault: "none",
     help: "Comma-separated addresses or CIDR ranges of your load balancers: from these, the client is the nearest untrusted address in `X-Forwarded-For`.",
+    backend: "any",
+  }),
+  eventsRetentionDays: setting<number | undefined>({
+    env: "EVENTS_RETENTION_DAYS",
+    // a century at most: the contract's timestamps span 1900–2299
+    parse: type("string.integer.parse").to("1 <= number.integer <= 36500"),
+    default: undefined,
+    shownDefault: "keep everything",
+    help: "Keep events and sessions this many days, then drop them: old months at startup, the rest by a table TTL. Persons, their links and properties are kept (docs/operations.md#retention).",
     backend: "any",
   }),
 } as const satisfies Topic;

@@ -1,4 +1,5 @@
 export { ClickHouse, type ClickHouseSettings, type Consistency, isDataError, type Replication } from "./clickhouse";
+export { applyRetention, type RetentionChange } from "./retention";
 export { consistencyOf, createSchema, SchemaError } from "./schema";
 export { literal, quoteIdentifier, tableName } from "./sql";
 export { tuneEmbeddedEngine } from "./tuning";

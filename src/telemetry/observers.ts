@@ -55,6 +55,20 @@ export interface StorageObserver {
   repairFailed(error: unknown): void;
   /** A missing column was added at startup, or an enum column widened. */
   schemaRepaired(table: string, column: string, type: string): void;
+  /** At startup, retention (`EVENTS_RETENTION_DAYS`) dropped months of a table, or set or removed its TTL. */
+  retained(change: Retained): void;
+}
+
+/**
+ * What retention changed in a table at startup: its TTL (`null`: removed), the months dropped, and those left to the
+ * TTL because the engine refused to drop them (`cause`).
+ */
+export interface Retained {
+  readonly table: string;
+  readonly ttl?: string | null;
+  readonly dropped: readonly string[];
+  readonly left: readonly string[];
+  readonly cause?: unknown;
 }
 
 /**
@@ -166,6 +180,10 @@ export function storageObserver(log: Logger, metrics: Metrics): StorageObserver 
     },
     schemaRepaired(table, column, type) {
       log.warn("schema repaired: a column was added or widened", { table, column, type });
+    },
+    retained({ cause, ...change }) {
+      if (cause === undefined) log.info("retention applied", change);
+      else log.warn("retention applied", { ...change, cause: describeError(cause) });
     },
   };
 }

@@ -9,7 +9,15 @@ import {
   IdentityResolver,
   stamped,
 } from "../identity";
-import { ClickHouse, consistencyOf, createSchema, isDataError, literal, tuneEmbeddedEngine } from "../storage";
+import {
+  applyRetention,
+  ClickHouse,
+  consistencyOf,
+  createSchema,
+  isDataError,
+  literal,
+  tuneEmbeddedEngine,
+} from "../storage";
 import type { FlushPhases, IdentityRows, StorageObserver } from "../telemetry";
 import { GroupCommit } from "./group-commit";
 import { REPAIR_BATCH_IDS, RepairSweep } from "./repair";
@@ -30,6 +38,8 @@ export interface StorageOptions {
   readonly repairBatchIds: number;
   /** Whether `events` has `properties_typed` (`TYPED_PROPERTIES`). */
   readonly typedProperties: boolean;
+  /** Days events and sessions are kept (`EVENTS_RETENTION_DAYS`); none: every one. */
+  readonly retentionDays: number | undefined;
 }
 
 /**
@@ -46,6 +56,7 @@ export function storageOptions(config: Config): StorageOptions {
     repairIntervalMs: config.repairIntervalS * 1000,
     repairBatchIds: REPAIR_BATCH_IDS,
     typedProperties: config.typedProperties,
+    retentionDays: config.eventsRetentionDays,
     identity: {
       soleWriter: config.clickhouse.kind === "embedded" && (config.queryPort === undefined || config.queryReadonly),
       cacheTtlMs: config.linkCacheTtlMs,
@@ -105,8 +116,9 @@ export class Storage implements EventSink {
   }
 
   /**
-   * Connects, creates the schema if it is missing (and tunes the embedded engine), and (a sole writer) reads
-   * the links it can hold. The observer, if any, is told of writes, cache lookups and startup repairs.
+   * Connects, creates the schema if it is missing, applies the retention (and tunes the embedded engine), and
+   * (a sole writer) reads the links it can hold. The observer, if any, is told of writes, cache lookups, startup
+   * repairs and what the retention changed.
    */
   static async open(options: StorageOptions, observer?: StorageObserver): Promise<Storage> {
     const db = await ClickHouse.connect(options.clickhouse);
@@ -114,6 +126,7 @@ export class Storage implements EventSink {
     try {
       await createSchema(db, observer?.schemaRepaired, { typedProperties: options.typedProperties });
       db.setConsistency(await consistencyOf(db));
+      for (const change of await applyRetention(db, options.retentionDays)) observer?.retained(change);
       if (options.clickhouse.kind === "embedded") {
         await tuneEmbeddedEngine(db, options.clickhouse.fsync);
         eventsDb = await ClickHouse.connect(options.clickhouse);

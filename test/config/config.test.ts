@@ -112,6 +112,14 @@ describe("loadConfig", () => {
     });
   });
 
+  test("EVENTS_RETENTION_DAYS: unset keeps everything; set, a whole number of days from 1 to 36500", () => {
+    expect(loadConfig({}).eventsRetentionDays).toBeUndefined();
+    expect(loadConfig({ EVENTS_RETENTION_DAYS: " 90 " }).eventsRetentionDays).toBe(90);
+    for (const bad of ["0", "-3", "1.5", "90d", "36501"]) {
+      expect(() => loadConfig({ EVENTS_RETENTION_DAYS: bad })).toThrow(/EVENTS_RETENTION_DAYS/);
+    }
+  });
+
   test("every bad value is reported at once", () => {
     let error: unknown;
     try {

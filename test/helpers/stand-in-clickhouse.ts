@@ -18,12 +18,17 @@ export interface StandInOptions {
   readonly cluster?: { readonly name: string; readonly nodes: number };
   /** The tables `system.tables` lists, name → engine; none by default (a new database). */
   readonly tables?: Readonly<Record<string, string>>;
+  /** The partitions (`partition_id`) a read of `system.parts` by partition finds; none by default. */
+  readonly partitions?: readonly string[];
+  /** The exception a statement is refused with (`Code: …`, as a server words it); none refused by default. */
+  readonly refuse?: (statement: string) => string | undefined;
 }
 
 /**
  * A stand-in ClickHouse server for what no real server can be run here for (a modern server does not install on
  * these machines, and a cluster needs several): it answers the schema check as a server holding the schema would
- * (the tables' columns, the cluster's nodes), every other read with no rows, and records every request.
+ * (the tables' columns, the cluster's nodes, the partitions it is given), every other read with no rows, refuses
+ * what it is told to, and records every request.
  */
 export function standInClickHouse(options: StandInOptions = {}): StandInClickHouse {
   const database = options.database ?? "default";
@@ -41,6 +46,8 @@ export function standInClickHouse(options: StandInOptions = {}): StandInClickHou
     if (statement.includes("system.tables"))
       return Object.entries(tables).map(([name, engine]) => JSON.stringify({ name, engine }));
     if (statement.includes("system.columns")) return columns;
+    if (statement.includes("system.parts") && statement.includes("partition_id"))
+      return (options.partitions ?? []).map((id) => JSON.stringify({ partition_id: id }));
     return [];
   };
   const recorded: Recorded[] = [];
@@ -52,6 +59,8 @@ export function standInClickHouse(options: StandInOptions = {}): StandInClickHou
       const body = await request.text();
       const statement = (params.get("query") ?? body).trim();
       recorded.push({ statement, params });
+      const refused = options.refuse?.(statement);
+      if (refused !== undefined) return new Response(refused, { status: 500 });
       return new Response(
         answer(statement)
           .map((row) => `${row}\n`)

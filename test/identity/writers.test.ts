@@ -21,6 +21,7 @@ async function counted(
     flushFailed() {},
     schemaRepaired() {},
     repaired() {},
+    retained() {},
     repairFailed() {},
     preloaded() {},
     cacheLookups(kind, hits, misses) {

@@ -48,6 +48,7 @@ function sweepCounter(): { observer: StorageObserver; sweeps: () => number; writ
     cacheLookups() {},
     preloaded() {},
     schemaRepaired() {},
+    retained() {},
     repaired({ persons, links, overrides }) {
       sweeps++;
       written += persons + links + overrides;

@@ -1,4 +1,4 @@
 export { type RepairObserver, SchemaError } from "./check";
 export { consistencyOf } from "./cluster";
 export { createSchema } from "./create";
-export { KEEPER_PATHS, type SchemaObject, schemaObjects, TABLES } from "./tables";
+export { KEEPER_PATHS, onClusterClause, type SchemaObject, schemaObjects, TABLES } from "./tables";

@@ -192,9 +192,14 @@ function walk(node: AstNode, parent: AstNode | undefined, scope: Scope, grandpar
     // wherever a string reaches the engine as a structure, its column expressions are SQL the walk does not see
     throw denied("A string that defines columns with expressions is not allowed here");
   }
-  // a table's own settings (CREATE TABLE … SETTINGS) and EXPLAIN's options are no query settings; a query's own
-  // SETTINGS clause is checked name by name on the print (checkTokens), as URL settings are
-  else if (node.type === "Set" && !["Storage", "Explain", "SelectQuery", "InsertQuery"].includes(parent?.type ?? "")) {
+  // a table's own settings (CREATE TABLE … SETTINGS, ALTER TABLE … MODIFY SETTING; their names are checked on the
+  // print) and EXPLAIN's options are no query settings; a query's own SETTINGS clause is checked name by name on the
+  // print (checkTokens), as URL settings are
+  else if (
+    node.type === "Set" &&
+    !["Storage", "Explain", "SelectQuery", "InsertQuery"].includes(parent?.type ?? "") &&
+    !parent?.label.startsWith("AlterCommand MODIFY_SETTING")
+  ) {
     throw readonly("Settings cannot be changed in a query here; pass them as URL parameters");
   } else if (ALTER_COMMANDS_REFUSED.test(node.label)) {
     throw denied(`${node.label.slice("AlterCommand ".length)} is not allowed here`);

@@ -288,6 +288,14 @@ describe.skipIf(!embedded)("the query port with writes allowed (QUERY_READONLY=0
     expect(inserted.status).toBe(200);
     expect(JSON.parse(inserted.headers.get("x-clickhouse-summary")!).written_rows).toBe("2");
     expect((await post("ALTER TABLE notes ADD COLUMN extra UInt8")).status).toBe(200);
+    // a table's own settings, as retention sets them on a server (a query's settings stay refused in the SQL)
+    const modified = await post("ALTER TABLE notes MODIFY SETTING ttl_only_drop_parts = 1");
+    expect([modified.status, await modified.text()]).toEqual([200, ""]);
+    expect(
+      await (
+        await post("SELECT create_table_query LIKE '%ttl_only_drop_parts = 1%' FROM system.tables WHERE name = 'notes'")
+      ).text(),
+    ).toBe("1\n");
     expect(await (await post("SELECT id, text, extra FROM notes ORDER BY id")).text()).toBe("1\ta\t0\n2\tb\t0\n");
     expect((await post("DROP TABLE notes")).status).toBe(200);
   });
@@ -306,6 +314,7 @@ describe.skipIf(!embedded)("the query port with writes allowed (QUERY_READONLY=0
         "497",
       ],
       ["ALTER TABLE events FREEZE", "497"],
+      ["ALTER TABLE events MODIFY SETTING storage_policy = 'default'", "497"],
       ["SYSTEM STOP MERGES", "164"],
       ["KILL QUERY WHERE 1", "164"],
       ["SET max_execution_time = 1000", "164"],

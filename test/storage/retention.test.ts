@@ -30,30 +30,6 @@ function retentionLog(): { observer: StorageObserver; changes: RetentionChange[]
   return { observer, changes };
 }
 
-/**
- * Whether the server refuses `ALTER TABLE … MODIFY SETTING`: the query port does, also writable (policy.ts reads
- * its `Set` as a query's settings), and it is the server of `npm run test:server`. A ClickHouse server takes it.
- */
-async function tableSettingsRefused(): Promise<boolean> {
-  if (!process.env.CLICKHOUSE_URL) return false;
-  const db = await openDb(uniqueDatabase());
-  try {
-    await db.command(`CREATE DATABASE IF NOT EXISTS \`${db.database}\``);
-    await db.command(`CREATE TABLE ${db.table("probe")} (x UInt8) ENGINE = MergeTree ORDER BY x`);
-    await db.command(`ALTER TABLE ${db.table("probe")} MODIFY SETTING ttl_only_drop_parts = 1`);
-    return false;
-  } catch (error) {
-    if ((error as { type?: string }).type !== "READONLY") throw error;
-    console.log("retention: skipped, this server refuses ALTER TABLE … MODIFY SETTING (the query port does)");
-    return true;
-  } finally {
-    await db.command(`DROP DATABASE IF EXISTS \`${db.database}\``);
-    await db.close();
-  }
-}
-
-const refused = await tableSettingsRefused();
-
 const iso = (at: number) => new Date(at).toISOString();
 const month = (at: number) => iso(at).slice(0, 7).replace("-", "");
 const statement = async (db: ClickHouse, table: string) =>
@@ -63,7 +39,7 @@ const sessionIds = async (db: ClickHouse) =>
     (row) => row.id,
   );
 
-describe.skipIf(refused)("EVENTS_RETENTION_DAYS", () => {
+describe("EVENTS_RETENTION_DAYS", () => {
   test("drops the months wholly past it at once, sets a TTL for the rest, never touches persons or links; unset, removes the TTL", async () => {
     // P, a month about two months back: its first day is past the retention, its last day is not
     const now = Date.now();

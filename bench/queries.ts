@@ -118,7 +118,7 @@ const QUERIES: readonly Query[] = [
   {
     name: "web overview: visitors, views, bounce rate, duration",
     sql: (layout) =>
-      `SELECT uniq(distinct_id) AS visitors, sum(views) AS views, count() AS sessions,
+      `SELECT uniq(distinct_id) AS visitors, sum(views) AS pageviews, count() AS sessions,
          round(avg(if(views = 0, NULL, NOT (views > 1 OR autocaptures > 0 OR duration >= 10))), 6) AS bounce_rate,
          round(avg(duration), 3) AS mean_duration
        FROM (${

@@ -75,7 +75,7 @@ async function main(args: readonly string[]): Promise<void> {
   const metricsServer = serveMetrics(config, metrics, {
     queuedEvents: () => storage.queuedEvents,
     pendingBytes: () => pending.held,
-    activeParts: () => storage.activeParts(),
+    usage: () => storage.usage(),
     ...(engine && { runningQueries: () => engine.running }),
   });
   log.info("started", {

@@ -23,4 +23,11 @@ export const TELEMETRY = {
     help: "Serve Prometheus metrics at `GET /metrics` on this port, on `HOST` (0 picks a free one).",
     backend: "any",
   }),
+  diskWarnPercent: setting({
+    env: "DISK_WARN_PERCENT",
+    parse: type("string.numeric.parse").to("0 <= number <= 100"),
+    default: 10,
+    help: "Log a warning while the disk the tables are on has less than this percent free (checked each minute); 0: never.",
+    backend: "any",
+  }),
 } as const satisfies Topic;

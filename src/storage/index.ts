@@ -3,3 +3,4 @@ export { applyRetention, type RetentionChange } from "./retention";
 export { consistencyOf, createSchema, SchemaError } from "./schema";
 export { literal, quoteIdentifier, tableName } from "./sql";
 export { tuneEmbeddedEngine } from "./tuning";
+export { isDiskLow, readUsage, type StorageUsage } from "./usage";

@@ -1,5 +1,5 @@
 export { describeError, Logger } from "./log";
-export { Metrics, type ScrapeSources } from "./metrics";
+export { Metrics, type ScrapeSources, type Usage } from "./metrics";
 export {
   type Answer,
   type CacheObserver,

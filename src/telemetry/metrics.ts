@@ -4,7 +4,7 @@ const SIZE_BUCKETS = [1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000,
 const SECONDS_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const QUERY_SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
-/** How a scrape reads the tables' active parts (`Metrics.sampleActiveParts`). */
+/** How a scrape reads the storage's usage (`Metrics.sampleUsage`). */
 export interface PartsReadOptions {
   /** Scrapes within this long of the last read reuse it. */
   readonly intervalMs: number;
@@ -14,11 +14,17 @@ export interface PartsReadOptions {
 
 const PARTS_READ: PartsReadOptions = { intervalMs: 1000, waitMs: 1000 };
 
+/** The tables' parts and bytes, and the room left on their disk (storage/usage.ts reads them). */
+export interface Usage {
+  readonly tables: Readonly<Record<string, { readonly parts: number; readonly bytes: number }>>;
+  readonly disk?: { readonly name: string; readonly freeBytes: number; readonly totalBytes: number };
+}
+
 /** The state a scrape reads into the gauges. */
 export interface ScrapeSources {
   readonly queuedEvents: () => number;
   readonly pendingBytes: () => number;
-  readonly activeParts: () => Promise<Readonly<Record<string, number>>>;
+  readonly usage: () => Promise<Usage>;
   /** Queries running on the query port, when it is on. */
   readonly runningQueries?: () => number;
 }
@@ -95,6 +101,22 @@ export class Metrics {
     labelNames: ["table"] as const,
     registers: [this.registry],
   });
+  readonly tableBytes = new Gauge({
+    name: "ingest_clickhouse_table_bytes",
+    help: "Bytes on disk of each table's active parts (a table's old parts linger a few minutes after a merge)",
+    labelNames: ["table"] as const,
+    registers: [this.registry],
+  });
+  readonly diskFreeBytes = new Gauge({
+    name: "ingest_clickhouse_disk_free_bytes",
+    help: "Free bytes on the disk the tables are on (embedded: DATA_DIR's file system); DISK_WARN_PERCENT warns",
+    registers: [this.registry],
+  });
+  readonly diskTotalBytes = new Gauge({
+    name: "ingest_clickhouse_disk_total_bytes",
+    help: "Size of the disk the tables are on",
+    registers: [this.registry],
+  });
   readonly pendingBytes = new Gauge({
     name: "ingest_pending_bytes",
     help: "Body bytes of the requests in flight (read, checked or waiting for their write), against MAX_PENDING_BYTES",
@@ -157,18 +179,27 @@ export class Metrics {
   #partsReadAt = Number.NEGATIVE_INFINITY;
 
   /**
-   * Brings `activeParts` up to date for a scrape. Embedded, the engine runs one query at a time, flushes
+   * Brings the usage gauges (parts, bytes, disk) up to date for a scrape. Embedded, the engine runs one query at a time, flushes
    * included, so however often it is scraped this reads at most once an interval and never twice at once; and a
    * scrape waits for the read a bounded time, so it answers even when ClickHouse does not.
    * A read that fails or is late leaves the last values.
    */
-  async sampleActiveParts(read: () => Promise<Readonly<Record<string, number>>>): Promise<void> {
+  async sampleUsage(read: () => Promise<Usage>): Promise<void> {
     if (this.#partsReading === undefined && performance.now() - this.#partsReadAt >= this.partsReadOptions.intervalMs) {
       this.#partsReading = read()
         .then(
-          (parts) => {
-            this.activeParts.reset(); // a table with no parts left is not shown with its old count
-            for (const [table, count] of Object.entries(parts)) this.activeParts.set({ table }, count);
+          ({ tables, disk }) => {
+            // a table with no parts left is not shown with its old count
+            this.activeParts.reset();
+            this.tableBytes.reset();
+            for (const [table, { parts, bytes }] of Object.entries(tables)) {
+              this.activeParts.set({ table }, parts);
+              this.tableBytes.set({ table }, bytes);
+            }
+            if (disk) {
+              this.diskFreeBytes.set(disk.freeBytes);
+              this.diskTotalBytes.set(disk.totalBytes);
+            }
           },
           () => {},
         )
@@ -187,7 +218,7 @@ export class Metrics {
     this.queueDepth.set(sources.queuedEvents());
     this.pendingBytes.set(sources.pendingBytes());
     if (sources.runningQueries) this.queriesRunning.set(sources.runningQueries());
-    await this.sampleActiveParts(sources.activeParts);
+    await this.sampleUsage(sources.usage);
     return this.text();
   }
 

@@ -1,6 +1,6 @@
 import type { CaptureResult, IngestError } from "../contract";
 import { describeError, type Logger } from "./log";
-import type { Metrics } from "./metrics";
+import type { Metrics, Usage } from "./metrics";
 
 /**
  * What each part of the service tells the outside about its work, and the observers that turn it into logs and
@@ -57,7 +57,14 @@ export interface StorageObserver {
   schemaRepaired(table: string, column: string, type: string): void;
   /** At startup, retention (`EVENTS_RETENTION_DAYS`) dropped months of a table, or set or removed its TTL. */
   retained(change: Retained): void;
+  /** The disk the tables are on has less free than `DISK_WARN_PERCENT` (told again each hour it stays so). */
+  diskLow(disk: Disk): void;
+  /** The disk, low before, has room again. */
+  diskRecovered(disk: Disk): void;
 }
+
+/** The disk the tables are on. */
+export type Disk = NonNullable<Usage["disk"]>;
 
 /**
  * What retention changed in a table at startup: its TTL (`null`: removed), the months dropped, and those left to the
@@ -181,6 +188,12 @@ export function storageObserver(log: Logger, metrics: Metrics): StorageObserver 
     schemaRepaired(table, column, type) {
       log.warn("schema repaired: a column was added or widened", { table, column, type });
     },
+    diskLow(disk) {
+      log.warn("disk nearly full: ingest stops when it is", diskFields(disk));
+    },
+    diskRecovered(disk) {
+      log.info("disk space recovered", diskFields(disk));
+    },
     retained({ cause, ...change }) {
       if (cause === undefined) log.info("retention applied", change);
       else log.warn("retention applied", { ...change, cause: describeError(cause) });
@@ -203,3 +216,10 @@ export function queryObserver(log: Logger, metrics: Metrics): QueryObserver {
     },
   };
 }
+
+const diskFields = ({ name, freeBytes, totalBytes }: Disk) => ({
+  disk: name,
+  freeBytes,
+  totalBytes,
+  freePercent: Math.round((freeBytes / totalBytes) * 1000) / 10,
+});

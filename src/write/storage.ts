@@ -15,10 +15,12 @@ import {
   consistencyOf,
   createSchema,
   isDataError,
-  literal,
+  readUsage,
+  type StorageUsage,
   tuneEmbeddedEngine,
 } from "../storage";
 import type { FlushPhases, IdentityRows, StorageObserver } from "../telemetry";
+import { DISK_WATCH, DiskWatch } from "./disk-watch";
 import { GroupCommit } from "./group-commit";
 import { REPAIR_BATCH_IDS, RepairSweep } from "./repair";
 import { type EventRow, eventInserts, eventRow } from "./rows";
@@ -40,6 +42,8 @@ export interface StorageOptions {
   readonly typedProperties: boolean;
   /** Days events and sessions are kept (`EVENTS_RETENTION_DAYS`); none: every one. */
   readonly retentionDays: number | undefined;
+  /** `DISK_WARN_PERCENT`: warn while the tables' disk has less free (0: never). */
+  readonly diskWarnPercent: number;
 }
 
 /**
@@ -57,6 +61,7 @@ export function storageOptions(config: Config): StorageOptions {
     repairBatchIds: REPAIR_BATCH_IDS,
     typedProperties: config.typedProperties,
     retentionDays: config.eventsRetentionDays,
+    diskWarnPercent: config.diskWarnPercent,
     identity: {
       soleWriter: config.clickhouse.kind === "embedded" && (config.queryPort === undefined || config.queryReadonly),
       cacheTtlMs: config.linkCacheTtlMs,
@@ -80,6 +85,7 @@ export class Storage implements EventSink {
   readonly #eventsDb: ClickHouse;
   readonly #identity: IdentityResolver;
   readonly #repairs: RepairSweep;
+  readonly #disk: DiskWatch;
   readonly #commits: GroupCommit<CapturedEvent>;
   readonly #observer: StorageObserver | undefined;
   readonly #maxQueuedEvents: number;
@@ -108,6 +114,7 @@ export class Storage implements EventSink {
       },
       observer,
     );
+    this.#disk = new DiskWatch(() => this.usage(), { ...DISK_WATCH, percent: options.diskWarnPercent }, observer);
     this.#commits = new GroupCommit((events, release) => this.#write(events, release), {
       maxItems: options.maxFlushEvents,
       isolates: isDataError,
@@ -135,10 +142,12 @@ export class Storage implements EventSink {
       const storage = new Storage(db, eventsDb, options, observer);
       // the repair first: the links a sole writer then preloads are the repaired ones
       await storage.#repairs.start();
+      storage.#disk.start();
       try {
         observer?.preloaded(await storage.#identity.preload());
       } catch (error) {
         await storage.#repairs.stop();
+        storage.#disk.stop();
         throw error;
       }
       return storage;
@@ -167,20 +176,18 @@ export class Storage implements EventSink {
   }
 
   /**
-   * Active parts of each table this service writes. Every flush adds a part to `events` and `sessions`, and merges
-   * join them; a count that keeps growing means merges are falling behind (ClickHouse slows inserts down at 1,000
-   * parts in a partition and refuses them at 3,000).
+   * The tables' active parts and bytes, and the room left on their disk. Every flush adds a part to `events` and
+   * `sessions`, and merges join them; a count that keeps growing means merges are falling behind (ClickHouse slows
+   * inserts down at 1,000 parts in a partition and refuses them at 3,000).
    */
-  async activeParts(): Promise<Record<string, number>> {
-    const rows = await this.#db.rows<{ table: string; parts: string }>(
-      `SELECT table, count() AS parts FROM system.parts WHERE active AND database = ${literal(this.#db.database)} GROUP BY table`,
-    );
-    return Object.fromEntries(rows.map((row) => [row.table, Number(row.parts)]));
+  usage(): Promise<StorageUsage> {
+    return readUsage(this.#db);
   }
 
   /** Waits for every accepted write to finish, then disconnects. */
   async close(): Promise<void> {
     this.#closed = true;
+    this.#disk.stop();
     await this.#repairs.stop();
     await this.#commits.drain();
     if (this.#eventsDb !== this.#db) await this.#eventsDb.close();

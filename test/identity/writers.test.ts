@@ -22,6 +22,8 @@ async function counted(
     schemaRepaired() {},
     repaired() {},
     retained() {},
+    diskLow() {},
+    diskRecovered() {},
     repairFailed() {},
     preloaded() {},
     cacheLookups(kind, hits, misses) {

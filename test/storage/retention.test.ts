@@ -26,6 +26,8 @@ function retentionLog(): { observer: StorageObserver; changes: RetentionChange[]
     repairFailed: ignore,
     schemaRepaired: ignore,
     retained: (change) => changes.push(change),
+    diskLow: ignore,
+    diskRecovered: ignore,
   };
   return { observer, changes };
 }

@@ -1,4 +1,5 @@
 import { expect, test } from "bun:test";
+import { statfsSync } from "node:fs";
 import { logEntries, processEnv, startProcess } from "../helpers/process";
 
 const KEY = "secret-api-key-do-not-log";
@@ -65,7 +66,13 @@ test("the service logs JSON lines and serves Prometheus metrics on METRICS_PORT,
     for (const table of ["events", "persons", "person_distinct_ids"]) {
       // sessions has none: these events have no $session_id
       expect(metrics[`ingest_clickhouse_active_parts{table="${table}"}`]).toBeGreaterThanOrEqual(1);
+      expect(metrics[`ingest_clickhouse_table_bytes{table="${table}"}`]).toBeGreaterThan(0);
     }
+    // the data directory's file system, as the operating system reports it
+    const fs = statfsSync(env.DATA_DIR!);
+    expect(metrics.ingest_clickhouse_disk_total_bytes).toBe(fs.blocks * fs.bsize);
+    expect(metrics.ingest_clickhouse_disk_free_bytes).toBeGreaterThan(0);
+    expect(metrics.ingest_clickhouse_disk_free_bytes).toBeLessThanOrEqual(fs.blocks * fs.bsize);
     expect(metrics.ingest_flush_duration_seconds_count).toBeGreaterThanOrEqual(1);
     for (const phase of ["identity", "persons", "links", "events"]) {
       expect(metrics[`ingest_flush_phase_seconds_count{phase="${phase}"}`]).toBe(
@@ -196,3 +203,27 @@ test.skipIf(Boolean(process.env.CLICKHOUSE_URL))(
   },
   30_000,
 );
+
+test("a disk with less free than DISK_WARN_PERCENT is logged as a warning at startup, once", async () => {
+  // every disk has less than 100% free
+  const service = await startProcess(processEnv({ DISK_WARN_PERCENT: "100", LOG_LEVEL: "info" }));
+  try {
+    expect((await fetch(`${service.url}/health`)).status).toBe(200);
+    for (let waited = 0; !service.output().includes("disk nearly full") && waited < 5_000; waited += 50)
+      await Bun.sleep(50);
+  } finally {
+    service.child.kill("SIGTERM");
+  }
+  expect(await service.child.exited).toBe(0);
+  const warnings = logEntries(service.output()).filter(
+    (entry) => entry.msg === "disk nearly full: ingest stops when it is",
+  );
+  expect(warnings).toEqual([
+    expect.objectContaining({
+      level: "warn",
+      disk: "default",
+      freePercent: expect.any(Number),
+      totalBytes: expect.any(Number),
+    }),
+  ]);
+});

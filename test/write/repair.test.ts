@@ -49,6 +49,8 @@ function sweepCounter(): { observer: StorageObserver; sweeps: () => number; writ
     preloaded() {},
     schemaRepaired() {},
     retained() {},
+    diskLow() {},
+    diskRecovered() {},
     repaired({ persons, links, overrides }) {
       sweeps++;
       written += persons + links + overrides;

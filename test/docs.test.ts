@@ -107,7 +107,8 @@ describe("the SQL the docs show", () => {
   let service: TestService;
 
   beforeAll(async () => {
-    service = await startService({ PUBLIC_API_KEYS: KEY, TYPED_PROPERTIES: "1" }); // docs/analytics.md reads it
+    // docs/analytics.md reads both
+    service = await startService({ PUBLIC_API_KEYS: KEY, TYPED_PROPERTIES: "1", PERSONS_ON_EVENTS: "1" });
     const batch = [
       {
         event: "$pageview",
@@ -167,7 +168,7 @@ describe("the SQL the docs show", () => {
   });
 
   test("docs/analytics.md's queries run and read the typed properties", async () => {
-    const [browsers, seats, tier, overview, entries, ...rest] = statements("docs/analytics.md");
+    const [browsers, seats, tier, plans, overview, entries, ...rest] = statements("docs/analytics.md");
     expect(rest).toEqual([]);
     // 64-bit counts are numbers from the embedded engine and strings from a server: compared as numbers
     const numbers = (row: Record<string, unknown>) =>
@@ -183,6 +184,11 @@ describe("the SQL the docs show", () => {
     ]);
     expect((await service.db.rows<Record<string, unknown>>(entries!)).map(numbers)).toEqual([
       { entry_pathname: "/1", campaign: "spring", sessions: 1 },
+    ]);
+    // one flush: anon-1's pageview is stored with the person its $identify made, plan pro; user-2 has no plan
+    expect((await service.db.rows<Record<string, unknown>>(plans!)).map(numbers)).toEqual([
+      { plan: "", events: 4 },
+      { plan: "pro", events: 3 },
     ]);
     expect(await service.db.rows(browsers!)).toContainEqual({ browser: "Chrome", "count()": 1 });
     expect(Object.values((await service.db.rows(seats!))[0]!)).toEqual([3.75]);

@@ -24,6 +24,14 @@ export const EVENTS = {
     help: "`1`: add `events.properties_typed`, the properties in the engine's JSON type, computed as events are inserted: property reads 2–10× faster, ingest of posthog-js events about 40% slower (docs/analytics.md). `0`: none added; one that exists is kept until dropped.",
     backend: "any",
   }),
+  personsOnEvents: setting({
+    env: "PERSONS_ON_EVENTS",
+    parse: flag,
+    default: false,
+    shownDefault: "`0`",
+    help: "`1`: store on each event its person's properties and creation time as its flush left them (`events.person_properties`, `person_created_at`), as PostHog does: person breakdowns without a join, events several times larger (docs/analytics.md#persons-on-events). `0`: empty.",
+    backend: "any",
+  }),
   captureIp: setting({
     env: "CAPTURE_IP",
     parse: flag,

@@ -1,4 +1,5 @@
 import type { CapturedEvent, Timestamp } from "../contract";
+import type { PersonOnEvent } from "./persons-on-events";
 
 /** The rows of `events`, made from the event model, and how a flush's rows are split into inserts. */
 
@@ -17,10 +18,14 @@ export interface EventRow {
   ip: string;
   geoip: string;
   created_at: Timestamp;
+  /** `PERSONS_ON_EVENTS`: the person as the event's flush left it (absent: the column's default, no person). */
+  person_properties?: string;
+  person_created_at?: Timestamp;
 }
 
-export function eventRow(event: CapturedEvent, personId: string): EventRow {
-  return {
+/** An event's row; `person`: its person (`PERSONS_ON_EVENTS`; absent when off, and the columns then empty). */
+export function eventRow(event: CapturedEvent, personId: string, person?: PersonOnEvent): EventRow {
+  const row: EventRow = {
     uuid: event.uuid,
     event: event.event,
     properties: JSON.stringify(event.properties),
@@ -35,6 +40,8 @@ export function eventRow(event: CapturedEvent, personId: string): EventRow {
     geoip: event.location?.json ?? "",
     created_at: event.receivedAt,
   };
+  if (person) Object.assign(row, { person_properties: person.properties, person_created_at: person.createdAt });
+  return row;
 }
 
 /** ClickHouse refuses an insert whose rows fall into more partitions than this (`max_partitions_per_insert_block`). */

@@ -22,6 +22,7 @@ import {
 import type { FlushPhases, IdentityRows, StorageObserver } from "../telemetry";
 import { DISK_WATCH, DiskWatch } from "./disk-watch";
 import { GroupCommit } from "./group-commit";
+import { PersonsOnEvents } from "./persons-on-events";
 import { REPAIR_BATCH_IDS, RepairSweep } from "./repair";
 import { type EventRow, eventInserts, eventRow } from "./rows";
 
@@ -44,6 +45,8 @@ export interface StorageOptions {
   readonly retentionDays: number | undefined;
   /** `DISK_WARN_PERCENT`: warn while the tables' disk has less free (0: never). */
   readonly diskWarnPercent: number;
+  /** `PERSONS_ON_EVENTS`: each event's row carries its person's properties and creation time. */
+  readonly personsOnEvents: boolean;
 }
 
 /**
@@ -62,6 +65,7 @@ export function storageOptions(config: Config): StorageOptions {
     typedProperties: config.typedProperties,
     retentionDays: config.eventsRetentionDays,
     diskWarnPercent: config.diskWarnPercent,
+    personsOnEvents: config.personsOnEvents,
     identity: {
       soleWriter: config.clickhouse.kind === "embedded" && (config.queryPort === undefined || config.queryReadonly),
       cacheTtlMs: config.linkCacheTtlMs,
@@ -86,6 +90,7 @@ export class Storage implements EventSink {
   readonly #identity: IdentityResolver;
   readonly #repairs: RepairSweep;
   readonly #disk: DiskWatch;
+  readonly #personsOnEvents: PersonsOnEvents | undefined;
   readonly #commits: GroupCommit<CapturedEvent>;
   readonly #observer: StorageObserver | undefined;
   readonly #maxQueuedEvents: number;
@@ -114,6 +119,12 @@ export class Storage implements EventSink {
       },
       observer,
     );
+    this.#personsOnEvents = options.personsOnEvents
+      ? new PersonsOnEvents(db, {
+          ttlMs: options.identity.soleWriter ? 0 : options.identity.cacheTtlMs,
+          maxBytes: options.identity.personCacheBytes,
+        })
+      : undefined;
     this.#disk = new DiskWatch(() => this.usage(), { ...DISK_WATCH, percent: options.diskWarnPercent }, observer);
     this.#commits = new GroupCommit((events, release) => this.#write(events, release), {
       maxItems: options.maxFlushEvents,
@@ -230,7 +241,11 @@ export class Storage implements EventSink {
       const facts = timer();
       const resolution = await this.#identity.resolve(prepared);
       identity += timer();
-      const rows = events.map((event, index) => eventRow(event, resolution.personIds[index]!));
+      const onEvents = await this.#personsOnEvents?.of(resolution.personIds, resolution.persons);
+      const rows = events.map((event, index) => {
+        const personId = resolution.personIds[index]!;
+        return eventRow(event, personId, onEvents?.get(personId));
+      });
       await this.#db.insert("persons", resolution.persons);
       const groups = await deriveGroups(this.#db, groupFacts);
       await this.#db.insert("groups", groups);

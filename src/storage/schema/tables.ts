@@ -46,7 +46,9 @@ const POINT_LOOKUPS = "SETTINGS index_granularity = 1024";
  *   one address share it, so a LowCardinality column stores it once a part, where `properties` would carry its
  *   ~130 bytes in every row through every insert and merge. `properties_typed` (`TYPED_PROPERTIES=1`) is `properties` parsed into
  *   the engine's JSON type as each row is inserted: a subcolumn a key, typed, so a query reads the keys it names
- *   instead of parsing every row's text (docs/analytics.md#properties).
+ *   instead of parsing every row's text (docs/analytics.md#properties). `person_properties` and
+ *   `person_created_at` (`PERSONS_ON_EVENTS=1`; else empty) are the event's person as its flush left it, as
+ *   PostHog stores them: a breakdown by a person property reads no other table.
  * - `persons` and `person_distinct_ids` keep every version and collapse to the highest `version` (FINAL, or
  *   argMax). `is_deleted` is a plain column, so a merged-away person still shows in FINAL, marked deleted.
  *   The bloom filter finds a person's distinct IDs without scanning the table (needed for merges).
@@ -82,6 +84,8 @@ export const TABLES: readonly TableSpec[] = [
       ip: "String",
       geoip: "LowCardinality(String)",
       created_at: UTC_MICROS,
+      person_properties: "String",
+      person_created_at: UTC_MICROS,
     },
     materialized: {
       // not valid JSON (only a writable query port could store such a row): an empty object, never a failed insert
@@ -204,7 +208,8 @@ const eventsResolvedView = (events: string, overrides: string, materialized: rea
       e.distinct_id AS distinct_id,
       if(o.old_person_id = e.person_id, o.override_person_id, e.person_id) AS person_id,
       e.session_id AS session_id, e.window_id AS window_id, e.current_url AS current_url, e.host AS host,
-      e.ip AS ip, e.geoip AS geoip, e.created_at AS created_at${materialized.map((name) => `, e.${name} AS ${name}`).join("")}
+      e.ip AS ip, e.geoip AS geoip, e.created_at AS created_at,
+      e.person_properties AS person_properties, e.person_created_at AS person_created_at${materialized.map((name) => `, e.${name} AS ${name}`).join("")}
     FROM ${events} AS e FINAL
     LEFT JOIN (
       SELECT old_person_id, argMax(override_person_id, version) AS override_person_id

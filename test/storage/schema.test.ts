@@ -294,6 +294,38 @@ describe("an existing database that drifted from the schema", () => {
     });
   });
 
+  test("a database from before persons on events gets the columns; old rows read them empty, new ones are filled", async () => {
+    await onFreshDatabase(async (config, db, warned) => {
+      await db.command(`DROP VIEW ${db.table("events_resolved")}`);
+      await db.command(
+        `ALTER TABLE ${db.table("events")} DROP COLUMN person_properties, DROP COLUMN person_created_at`,
+      );
+      await db.command(`CREATE VIEW ${db.table("events_resolved")} AS SELECT * FROM ${db.table("events")}`);
+      await db.command(
+        `INSERT INTO ${db.table("events")} (uuid, event, properties, timestamp, distinct_id, person_id, created_at)
+         VALUES ('0190b4a1-0000-7000-8000-0000000000a1', 'old', '{}', '2026-01-01 00:00:00', 'u',
+                 '0190b4a1-0000-7000-8000-0000000000a2', '2026-01-01 00:00:00')`, // literals: a server's VALUES
+      );
+      const storage = await Storage.open(storageOptions({ ...config, personsOnEvents: true }));
+      const { events } = await captured([{ event: "new", distinct_id: "u", properties: { $set: { plan: "pro" } } }]);
+      await storage.ingest(events);
+      await storage.close();
+      const read = `SELECT event, person_properties, toString(person_created_at) > '2000' AS dated FROM ${db.table("events_resolved")} ORDER BY event`;
+      expect(
+        (await db.rows<Record<string, unknown>>(read)).map((row) => [
+          row.event,
+          row.person_properties,
+          Number(row.dated),
+        ]),
+      ).toEqual([
+        ["new", '{"plan":"pro"}', 1],
+        ["old", "", 0],
+      ]);
+      const said = warned.mock.calls.map((call) => String(call[0]));
+      expect(said.some((line) => line.includes("events`.person_properties is missing"))).toBe(true);
+    });
+  });
+
   test("TYPED_PROPERTIES=1 on a database without properties_typed adds it; old rows read it from their properties", async () => {
     await onFreshDatabase(async (config, db, warned) => {
       // made by a version before the column, or with TYPED_PROPERTIES=0: an event stored without it

@@ -33,7 +33,7 @@ export async function queryCommand(args: readonly string[], env = process.env): 
     return 0;
   }
   const sql = positionals.length > 0 ? positionals.join(" ") : await Bun.stdin.text();
-  if (sql.trim() === "") return failure(`No query given.\n\n${QUERY_USAGE}`);
+  if (sql.trim() === "") return usageError("No query given.", QUERY_USAGE);
   const format = values.format ?? (process.stdout.isTTY ? "PrettyCompactMonoBlock" : "TabSeparated");
   const explicit = values.url ?? env.QUERY_URL;
   const target: Target | undefined = explicit

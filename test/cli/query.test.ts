@@ -83,7 +83,8 @@ describe.skipIf(!embedded)("ingest query", () => {
     const env = { PATH: process.env.PATH ?? "", DATA_DIR: "/nonexistent/ingest-data" };
     const missing = await ingestQuery(["SELECT 1"], env);
     expect([missing.code, missing.stderr]).toEqual([1, expect.stringContaining("No data in /nonexistent/ingest-data")]);
-    expect((await ingestQuery([], env)).stderr).toContain("No query given");
+    const none = await ingestQuery([], env);
+    expect([none.code, none.stderr]).toEqual([2, expect.stringContaining("No query given.")]);
     const unknown = await ingestQuery(["--bogus"], env);
     expect([unknown.code, unknown.stdout]).toEqual([2, ""]);
     expect(unknown.stderr).toContain("--bogus");

@@ -4,7 +4,9 @@ import { type AutomaticUpdates, automaticUpdatesOf, type PersonLocation, personL
 
 /**
  * Values SDKs send when they have no real ID. Linking on one would merge unrelated people, so an `$identify` or
- * `$create_alias` naming one links nothing (the event itself is still stored). Compared trimmed and lower-cased.
+ * `$create_alias` naming one links nothing (the event itself is still stored). Compared trimmed and lower-cased,
+ * bare or inside one pair of double or single quotes: a client that JSON-encodes an ID twice sends `"undefined"`
+ * with its quotes, and PostHog refuses those too.
  */
 const PLACEHOLDER_IDS = new Set([
   "",
@@ -26,7 +28,14 @@ const PLACEHOLDER_IDS = new Set([
 ]);
 
 export function isLinkable(distinctId: string): boolean {
-  return !PLACEHOLDER_IDS.has(distinctId.trim().toLowerCase());
+  const id = distinctId.trim().toLowerCase();
+  return !PLACEHOLDER_IDS.has(id) && !PLACEHOLDER_IDS.has(unquoted(id));
+}
+
+/** The text inside one pair of double or single quotes around it, or itself. */
+function unquoted(id: string): string {
+  const quote = id[0];
+  return id.length >= 2 && (quote === '"' || quote === "'") && id.at(-1) === quote ? id.slice(1, -1) : id;
 }
 
 /**

@@ -25,10 +25,19 @@ describe("placeholder IDs", () => {
     "true",
     "false",
     "email",
+    // inside one pair of quotes, as a client that JSON-encodes an ID twice sends it (PostHog's list has these)
+    '"undefined"',
+    '"null"',
+    "'undefined'",
+    '"[object Object]"',
+    '"NaN"',
+    ' "anonymous" ',
+    '""',
   ])("%p never links", (id) => expect(isLinkable(id)).toBe(false));
 
-  test.each(["user-1", "anonymous-1", "00", "nullable", "1", "a@b.c"])("%p links", (id) =>
-    expect(isLinkable(id)).toBe(true),
+  test.each(["user-1", "anonymous-1", "00", "nullable", "1", "a@b.c", '"user-1"', '"undefined', "'null\"", `"'null'"`])(
+    "%p links",
+    (id) => expect(isLinkable(id)).toBe(true),
   );
 });
 

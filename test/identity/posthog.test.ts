@@ -1,0 +1,112 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { count, links, personOf } from "../helpers/rows";
+import { send, startService, type TestService } from "../helpers/service";
+
+// PostHog's person processing (its plugin-server's person-state and merge services, and their tests), case by case:
+// what a few batches sent over HTTP leave in PostHog, which this service must leave too. Where it deliberately does
+// otherwise, docs/identity.md says so and why (its "Differences from PostHog").
+
+const KEY = "key-1";
+
+interface SentEvent {
+  readonly event: string;
+  readonly distinct_id: string;
+  readonly properties?: Record<string, unknown>;
+  readonly uuid?: string;
+}
+
+interface PostHogCase {
+  /** What PostHog does. */
+  readonly name: string;
+  /** Sent one request after another, every event a second after the one before. */
+  readonly batches: readonly (readonly SentEvent[])[];
+  /** Each list: IDs on one person. */
+  readonly together?: readonly (readonly string[])[];
+  /** IDs each on a person of its own. */
+  readonly apart?: readonly string[];
+  /** IDs that have no link at all: no event of theirs, and no link made them one. */
+  readonly unlinked?: readonly string[];
+  /** The properties of each ID's person; `null`: it has none. */
+  readonly properties?: Readonly<Record<string, Record<string, unknown> | null>>;
+}
+
+const event = (name: string, distinctId: string, properties: Record<string, unknown> = {}): SentEvent => ({
+  event: name,
+  distinct_id: distinctId,
+  properties,
+});
+
+const CASES: readonly PostHogCase[] = [
+  {
+    name: 'a quoted placeholder ($anon_distinct_id "undefined", quotes and all) links nothing: its users stay apart',
+    batches: [
+      [
+        event("$identify", "pq-user-1", { $anon_distinct_id: '"undefined"' }),
+        event("$identify", "pq-user-2", { $anon_distinct_id: '"undefined"' }),
+      ],
+    ],
+    apart: ["pq-user-1", "pq-user-2"],
+    unlinked: ['"undefined"'],
+  },
+  {
+    name: "single quotes, and other placeholders quoted, link nothing either",
+    batches: [
+      [
+        event("$identify", "pq-user-3", { $anon_distinct_id: "'null'" }),
+        event("$identify", "pq-user-4", { $anon_distinct_id: "'null'" }),
+        event("$create_alias", "pq-user-3", { alias: '"[object Object]"' }),
+        event("$create_alias", "pq-user-4", { alias: '"[object Object]"' }),
+        event("$identify", "pq-user-5", { $anon_distinct_id: '"NaN"' }),
+      ],
+    ],
+    apart: ["pq-user-3", "pq-user-4", "pq-user-5"],
+    unlinked: ["'null'", '"[object Object]"', '"NaN"'],
+  },
+  {
+    name: "an $identify sent as a quoted placeholder links nothing: its anonymous ID keeps its own person",
+    batches: [[event("$pageview", "pq-anon"), event("$identify", '"anonymous"', { $anon_distinct_id: "pq-anon" })]],
+    apart: ["pq-anon", '"anonymous"'],
+  },
+  {
+    name: "a quoted ID that is no placeholder links as any other",
+    batches: [[event("$identify", "pq-user-6", { $anon_distinct_id: '"pq-anon-6"' })]],
+    together: [["pq-user-6", '"pq-anon-6"']],
+  },
+];
+
+describe("PostHog's person processing", () => {
+  let service: TestService;
+  beforeAll(async () => {
+    service = await startService({ PUBLIC_API_KEYS: KEY });
+  });
+  afterAll(() => service.stop());
+
+  test.each(CASES.map((c) => [c.name, c] as const))("%s", async (_, c) => {
+    let second = 0;
+    const uuids: string[] = [];
+    for (const batch of c.batches) {
+      const stamped = batch.map((sent) => {
+        const uuid = sent.uuid ?? Bun.randomUUIDv7();
+        uuids.push(uuid);
+        return { ...sent, uuid, timestamp: new Date(Date.UTC(2026, 0, 1, 0, 0, second++)).toISOString() };
+      });
+      expect((await send(service, { api_key: KEY, batch: stamped })).status).toBe(200);
+    }
+    // every event is stored, whatever it did to persons
+    expect(await count(service.db, "events", `toString(uuid) IN ('${uuids.join("','")}')`)).toBe(uuids.length);
+
+    const stored = await links(service.db);
+    const personIdOf = (id: string) => stored.get(id)?.person_id;
+    for (const ids of c.together ?? []) {
+      expect({ ids, persons: new Set(ids.map(personIdOf)).size }).toEqual({ ids, persons: 1 });
+      expect(personIdOf(ids[0]!)).toBeDefined();
+    }
+    const apart = (c.apart ?? []).map(personIdOf);
+    expect(apart.every((id) => id !== undefined)).toBe(true);
+    expect(new Set(apart).size).toBe(apart.length);
+    for (const id of c.unlinked ?? []) expect({ id, link: stored.get(id) }).toEqual({ id, link: undefined });
+    for (const [id, properties] of Object.entries(c.properties ?? {})) {
+      expect({ id, properties: (await personOf(service.db, id))?.properties ?? null }).toEqual({ id, properties });
+    }
+  });
+});

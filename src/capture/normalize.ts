@@ -28,6 +28,9 @@ export interface BatchContext {
   readonly geo?: GeoIp | undefined;
 }
 
+/** The events that put two IDs on one person: they always link, whatever they carry. */
+const LINKING_EVENTS = new Set(["$identify", "$create_alias", "$merge_dangerously"]);
+
 const AS_SENT: BatchContext = {
   correctClockSkew: false,
   sentAt: undefined,
@@ -42,7 +45,7 @@ const AS_SENT: BatchContext = {
  */
 export function normalize(event: AcceptedEvent, receivedAt: Timestamp, context: BatchContext = AS_SENT): CapturedEvent {
   const { properties } = event;
-  const linking = event.event === "$identify" || event.event === "$create_alias";
+  const linking = LINKING_EVENTS.has(event.event);
   const ip = context.captureIp ? column(properties.$ip, LIMITS.ip) || (context.ip ?? "") : "";
   return {
     uuid: event.uuid ?? Bun.randomUUIDv7(),

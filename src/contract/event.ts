@@ -45,8 +45,8 @@ export interface CapturedEvent {
   readonly topLevelSets: TopLevelSets;
   /**
    * Sent with `$process_person_profile: false` (posthog-js's anonymous events under `person_profiles:
-   * 'identified_only'`), and not an `$identify` or `$create_alias`, which always link: the event takes its ID's
-   * person, or the one its first profile would make, and makes or changes no person.
+   * 'identified_only'`), and not an `$identify`, `$create_alias` or `$merge_dangerously`, which always link: the
+   * event takes its ID's person, or the one its first profile would make, and makes or changes no person.
    */
   readonly personless: boolean;
 }

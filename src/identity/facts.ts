@@ -6,7 +6,8 @@ import type { Timestamp } from "../contract";
  * that reads the same facts writes the same rows, whatever order the events came in.
  *
  * - `born`: the ID's event created the person `name` (no link for the ID existed).
- * - `joined`: an `$identify` or `$create_alias` put the ID and the ID `name` on one person; written both ways.
+ * - `joined`: an `$identify`, `$create_alias` or `$merge_dangerously` put the ID and the ID `name` on one person;
+ *   written both ways.
  * - `identified`: an `$identify` was sent with this ID as its distinct ID.
  * - `property`: updates of the key `name`: its latest `$set` or `$unset`, its earliest and latest `$set_once`.
  * - `once`: one `$set_once` of a key (`first_once`), named by the key and when (`onceName`), so these rows do not

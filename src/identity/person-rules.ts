@@ -40,13 +40,15 @@ function unquoted(id: string): string {
 
 /**
  * The ID an event asks to put on its own person: `$anon_distinct_id` of an `$identify`, `alias` of a
- * `$create_alias`. Undefined when there is none, it equals the event's distinct ID, or either is a placeholder.
+ * `$create_alias` or a `$merge_dangerously` (PostHog's `$create_alias` that may merge two identified persons; no
+ * link here is ever refused, so the two are one). Undefined when there is none, it equals the event's distinct ID,
+ * or either is a placeholder.
  */
 export function linkedIdOf(event: CapturedEvent): string | undefined {
   const carrier =
     event.event === "$identify"
       ? event.properties.$anon_distinct_id
-      : event.event === "$create_alias"
+      : event.event === "$create_alias" || event.event === "$merge_dangerously"
         ? event.properties.alias
         : undefined;
   const other = distinctIdFrom(carrier);

@@ -42,9 +42,11 @@ describe("placeholder IDs", () => {
 });
 
 describe("linkedIdOf", () => {
-  test("$identify links $anon_distinct_id, $create_alias links alias; other events link nothing", () => {
+  test("$identify links $anon_distinct_id, $create_alias and $merge_dangerously link alias; others nothing", () => {
     expect(linkedIdOf(event("$identify", "user", { $anon_distinct_id: "anon" }))).toBe("anon");
     expect(linkedIdOf(event("$create_alias", "user", { alias: "other" }))).toBe("other");
+    expect(linkedIdOf(event("$merge_dangerously", "user", { alias: "other" }))).toBe("other");
+    expect(linkedIdOf(event("$merge_dangerously", "user", { $anon_distinct_id: "anon" }))).toBeUndefined();
     expect(linkedIdOf(event("$create_alias", "user", { $anon_distinct_id: "anon" }))).toBeUndefined();
     expect(linkedIdOf(event("$pageview", "user", { $anon_distinct_id: "anon", alias: "x" }))).toBeUndefined();
     expect(linkedIdOf(event("$identify", "user", {}))).toBeUndefined();

@@ -105,7 +105,7 @@ test("PERSONLESS_EVENTS=0: the flag is a property like any other, and the event 
   }
 });
 
-test("only a boolean false is the flag: other values, and $identify or $create_alias, make a profile; $groupidentify never does", () => {
+test("only a boolean false is the flag: other values, and linking events, make a profile; $groupidentify never does", () => {
   const accepted = (event: string, flag: unknown) =>
     ({
       event,
@@ -129,4 +129,5 @@ test("only a boolean false is the flag: other values, and $identify or $create_a
   expect(personless("$groupidentify", undefined, false)).toBe(false);
   expect(personless("$identify", false)).toBe(false);
   expect(personless("$create_alias", false)).toBe(false);
+  expect(personless("$merge_dangerously", false)).toBe(false);
 });

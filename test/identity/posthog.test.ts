@@ -72,6 +72,35 @@ const CASES: readonly PostHogCase[] = [
     batches: [[event("$identify", "pq-user-6", { $anon_distinct_id: '"pq-anon-6"' })]],
     together: [["pq-user-6", '"pq-anon-6"']],
   },
+  {
+    name: "$merge_dangerously merges two identified persons into one, with the properties of both",
+    batches: [
+      [
+        event("$identify", "md-user-1", { $anon_distinct_id: "md-anon-1", $set: { plan: "pro" } }),
+        event("$identify", "md-user-2", { $anon_distinct_id: "md-anon-2", $set: { seats: 5 } }),
+      ],
+      [event("$merge_dangerously", "md-user-1", { alias: "md-user-2" })],
+    ],
+    together: [["md-user-1", "md-anon-1", "md-user-2", "md-anon-2"]],
+    properties: { "md-anon-2": { plan: "pro", seats: 5 } },
+  },
+  {
+    name: "$merge_dangerously of a new ID puts it on the event's person, as $create_alias does",
+    batches: [[event("$pageview", "md-user-3")], [event("$merge_dangerously", "md-user-3", { alias: "md-new" })]],
+    together: [["md-user-3", "md-new"]],
+  },
+  {
+    name: "$merge_dangerously with a placeholder, or the event's own ID, links nothing",
+    batches: [
+      [
+        event("$merge_dangerously", "md-user-4", { alias: "undefined" }),
+        event("$merge_dangerously", "md-user-5", { alias: "undefined" }),
+        event("$merge_dangerously", "md-user-6", { alias: "md-user-6" }),
+      ],
+    ],
+    apart: ["md-user-4", "md-user-5", "md-user-6"],
+    unlinked: ["undefined"],
+  },
 ];
 
 describe("PostHog's person processing", () => {

@@ -18,7 +18,10 @@ export interface BatchContext {
   readonly correctClockSkew: boolean;
   /** The batch's `sent_at`, for events that carry none of their own. */
   readonly sentAt: Timestamp | undefined;
-  /** `PERSONLESS_EVENTS`: whether `$process_person_profile: false` keeps an event from making or changing a person. */
+  /**
+   * `PERSONLESS_EVENTS`: whether `$process_person_profile: false` (and PostHog's own exceptions, `$$heatmap` and
+   * `$exception`) keeps an event from making or changing a person.
+   */
   readonly personlessEvents: boolean;
   /** `CAPTURE_IP`: whether events keep a client address at all. */
   readonly captureIp: boolean;
@@ -30,6 +33,12 @@ export interface BatchContext {
 
 /** The events that put two IDs on one person: they always link, whatever they carry. */
 const LINKING_EVENTS = new Set(["$identify", "$create_alias", "$merge_dangerously"]);
+
+/**
+ * Events PostHog keeps out of person processing: a `$groupidentify` is about a group (its distinct ID, posthog-node's
+ * `$<type>_<key>`, is nobody's), a `$$heatmap` is taken apart for heatmaps.
+ */
+const NO_PERSON_EVENTS = new Set(["$groupidentify", "$$heatmap"]);
 
 const AS_SENT: BatchContext = {
   correctClockSkew: false,
@@ -61,11 +70,11 @@ export function normalize(event: AcceptedEvent, receivedAt: Timestamp, context: 
     location: locationOf(properties, ip, context.geo),
     receivedAt,
     topLevelSets: event.topLevelSets,
-    // a `$groupidentify` is about a group: its distinct ID (posthog-node's `$<type>_<key>`) is nobody's
     personless:
       context.personlessEvents &&
       !linking &&
-      (properties.$process_person_profile === false || event.event === "$groupidentify"),
+      (properties.$process_person_profile === false || NO_PERSON_EVENTS.has(event.event)),
+    updatesNewPersonOnly: context.personlessEvents && event.event === "$exception",
   };
 }
 

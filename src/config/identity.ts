@@ -26,7 +26,7 @@ export const IDENTITY = {
     parse: flag,
     default: true,
     shownDefault: "`1`",
-    help: "`1`: an event with `$process_person_profile: false` makes and changes no person, as PostHog does (it keeps its ID's person, or the one a first profile would make). `0`: every event is a profile event.",
+    help: "`1`: an event with `$process_person_profile: false`, or a `$$heatmap`, makes and changes no person, and an `$exception` changes only a person it makes, as PostHog does (a personless event keeps its ID's person, or the one a first profile would make). `0`: every event is a profile event.",
     backend: "any",
   }),
   personAutoProperties: setting({

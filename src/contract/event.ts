@@ -46,9 +46,16 @@ export interface CapturedEvent {
   /**
    * Sent with `$process_person_profile: false` (posthog-js's anonymous events under `person_profiles:
    * 'identified_only'`), and not an `$identify`, `$create_alias` or `$merge_dangerously`, which always link: the
-   * event takes its ID's person, or the one its first profile would make, and makes or changes no person.
+   * event takes its ID's person, or the one its first profile would make, and makes or changes no person. So are
+   * PostHog's `$$heatmap` (which it keeps out of person processing) and `$groupidentify` (about a group).
    */
   readonly personless: boolean;
+  /**
+   * An `$exception`: PostHog processes exceptions apart from other events, where their person updates cannot be
+   * ordered among those of other events, so its `$set`, `$set_once`, `$unset` and automatic person properties
+   * count only when it creates its person; it still makes and links that person as any event.
+   */
+  readonly updatesNewPersonOnly: boolean;
 }
 
 /** PostHog's names for where a client's address is: the properties its GeoIP adds. */

@@ -31,7 +31,8 @@ function locationFactOf(distinctId: string, at: When, location: PersonLocation, 
  * `$identify(user ← anon)` with neither known creates the user's person and joins anon to it; with one known,
  * joins the other to it. Two IDs already on one person need no `joined`: facts that join them exist already.
  * A personless event writes no fact; an ID on a personless link (`PERSONLESS`) is born to it by its first event
- * that is not, so that events stored with that person find the one it becomes part of.
+ * that is not, so that events stored with that person find the one it becomes part of. An event whose updates
+ * count only for a new person (`updatesNewPersonOnly`, an `$exception`) writes them only with its `born`.
  *
  * What is written is what can change a person (docs/scale-out.md#what-a-flush-does-not-write): a fact the person
  * held already dominates (`Component.changedBy`) is left out, and so are automatic properties that repeat what it
@@ -61,9 +62,8 @@ export function factsOf(
     const { distinctId } = event;
     const at: When = [event.timestamp, arrival()];
     const own: FactRow[] = [];
-    if ((!linked(distinctId) && (linkedId === undefined || !linked(linkedId))) || personless(distinctId)) {
-      own.push(identityFact("born", distinctId, linkOf(distinctId)?.personId ?? personIdFor(distinctId), at));
-    }
+    const born = (!linked(distinctId) && (linkedId === undefined || !linked(linkedId))) || personless(distinctId);
+    if (born) own.push(identityFact("born", distinctId, linkOf(distinctId)?.personId ?? personIdFor(distinctId), at));
     if (linkedId !== undefined && personless(linkedId)) {
       // stamped after the event's own ID: of two persons born by one `$identify`, the identified one survives
       own.push(identityFact("born", linkedId, linkOf(linkedId)!.personId, [at[0], arrival()]));
@@ -80,11 +80,13 @@ export function factsOf(
     const person = held.of(distinctId);
     const changing = (fact: FactRow) => person === undefined || person.changedBy(fact);
     if (identifies) own.push(...[identityFact("identified", distinctId, "", at)].filter(changing));
-    // a property fact goes in with its once fact: a lone once fact counts in no version, nor in a cached fold
-    own.push(
-      ...explicitFacts(distinctId, at, intent.updates, person).filter((f) => changing(f) || f.first_once[0] === 0),
-    );
-    own.push(...automaticFacts(intent, at, person, own.length > 0));
+    if (born || !intent.updatesNewPersonOnly) {
+      // a property fact goes in with its once fact: a lone once fact counts in no version, nor in a cached fold
+      own.push(
+        ...explicitFacts(distinctId, at, intent.updates, person).filter((f) => changing(f) || f.first_once[0] === 0),
+      );
+      own.push(...automaticFacts(intent, at, person, own.length > 0));
+    }
     held.add(own);
     facts.push(...own);
   }

@@ -65,6 +65,8 @@ export interface PersonIntent {
   readonly identifies: boolean;
   /** The event's `personless`: no person is made or changed by it. */
   readonly personless: boolean;
+  /** The event's `updatesNewPersonOnly`: `updates`, `automatic` and `location` count only if it creates its person. */
+  readonly updatesNewPersonOnly: boolean;
   /** What its properties say of its person PostHog's way (`PERSON_AUTO_PROPERTIES`), applied as `factsOf` says. */
   readonly automatic: AutomaticUpdates | undefined;
   /** Where it came from (its own `$geoip_*`, and GeoIP's), for its person, applied with `automatic`. */
@@ -91,6 +93,7 @@ export function personIntentOf(event: CapturedEvent, automatic = false): PersonI
     updates: personless ? undefined : personUpdatesOf(event.properties, event.topLevelSets),
     identifies: event.event === "$identify",
     personless,
+    updatesNewPersonOnly: event.updatesNewPersonOnly === true,
     automatic: automatic && !personless ? automaticUpdatesOf(event.properties) : undefined,
     location: automatic && !personless ? personLocationOf(event.properties, event.location?.properties) : undefined,
   };

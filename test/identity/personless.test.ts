@@ -105,7 +105,7 @@ test("PERSONLESS_EVENTS=0: the flag is a property like any other, and the event 
   }
 });
 
-test("only a boolean false is the flag: other values, and linking events, make a profile; $groupidentify never does", () => {
+test("only a boolean false is the flag: other values, and linking events, make a profile; $groupidentify and $$heatmap never do", () => {
   const accepted = (event: string, flag: unknown) =>
     ({
       event,
@@ -114,14 +114,16 @@ test("only a boolean false is the flag: other values, and linking events, make a
       topLevelSets: {},
     }) as unknown as AcceptedEvent;
   const received = "2026-01-01 00:00:00.000000" as Timestamp;
-  const personless = (event: string, flag: unknown, personlessEvents = true) =>
+  const normalized = (event: string, flag: unknown, personlessEvents = true) =>
     normalize(accepted(event, flag), received, {
       correctClockSkew: false,
       sentAt: undefined,
       personlessEvents,
       captureIp: false,
       ip: undefined,
-    }).personless;
+    });
+  const personless = (event: string, flag: unknown, personlessEvents = true) =>
+    normalized(event, flag, personlessEvents).personless;
   expect(personless("$pageview", false)).toBe(true);
   expect(personless("$pageview", false, false)).toBe(false);
   for (const flag of ["false", 0, null, undefined, true]) expect(personless("$pageview", flag)).toBe(false);
@@ -130,4 +132,10 @@ test("only a boolean false is the flag: other values, and linking events, make a
   expect(personless("$identify", false)).toBe(false);
   expect(personless("$create_alias", false)).toBe(false);
   expect(personless("$merge_dangerously", false)).toBe(false);
+  expect(personless("$$heatmap", undefined)).toBe(true); // PostHog keeps it out of person processing
+  expect(personless("$$heatmap", undefined, false)).toBe(false);
+  // an $exception makes its person, and updates it only if it makes it (PostHog orders exceptions apart)
+  expect(normalized("$exception", undefined)).toMatchObject({ personless: false, updatesNewPersonOnly: true });
+  expect(normalized("$exception", undefined, false).updatesNewPersonOnly).toBe(false);
+  expect(normalized("$pageview", undefined).updatesNewPersonOnly).toBe(false);
 });

@@ -101,6 +101,36 @@ const CASES: readonly PostHogCase[] = [
     apart: ["md-user-4", "md-user-5", "md-user-6"],
     unlinked: ["undefined"],
   },
+  {
+    name: "an $exception changes nothing of its person: not its $set, $set_once or $unset, nor where it came from",
+    batches: [
+      [event("$pageview", "ex-user", { $set: { plan: "free" } })],
+      [
+        event("$exception", "ex-user", {
+          $set: { plan: "pro" },
+          $set_once: { first_error: "TypeError" },
+          $unset: ["plan"],
+          $browser: "Chrome",
+          utm_source: "ads",
+        }),
+      ],
+    ],
+    properties: { "ex-user": { plan: "free" } },
+  },
+  {
+    name: "an $exception from a new ID makes its person, with what it sets, as any first event",
+    batches: [[event("$exception", "ex-new", { $set: { plan: "x" }, $browser: "Firefox" })]],
+    properties: { "ex-new": { plan: "x", $browser: "Firefox", $initial_browser: "Firefox" } },
+  },
+  {
+    name: "a $$heatmap makes no person and changes none",
+    batches: [
+      [event("$$heatmap", "hm-new", { $set: { a: 1 }, $browser: "Chrome" })],
+      [event("$pageview", "hm-user", { $set: { a: 1 } })],
+      [event("$$heatmap", "hm-user", { $set: { a: 2 }, $set_once: { b: 1 }, utm_source: "ads" })],
+    ],
+    properties: { "hm-new": null, "hm-user": { a: 1 } },
+  },
 ];
 
 describe("PostHog's person processing", () => {

@@ -231,6 +231,7 @@ function capturedOf(event: ModelEvent): CapturedEvent {
     receivedAt: timestamp as Timestamp,
     topLevelSets: {},
     personless: false,
+    updatesNewPersonOnly: false,
   };
 }
 

@@ -36,11 +36,16 @@ export interface GroupRow {
   version: number;
 }
 
-/** The group a `$groupidentify` event names and what it sets, or undefined (no group, or not that event). */
+/**
+ * The group a `$groupidentify` event names and what it sets, or undefined (no group, or not that event). One sent
+ * with `$process_person_profile: false` names none: PostHog drops it. (A `$groupidentify` is `personless` exactly
+ * when `PERSONLESS_EVENTS` is on, and with it off the flag is an ordinary property.)
+ */
 export function groupIdentified(
   event: CapturedEvent,
 ): { readonly type: string; readonly key: string; readonly set: Properties } | undefined {
   if (event.event !== "$groupidentify") return undefined;
+  if (event.personless && event.properties.$process_person_profile === false) return undefined;
   const type = identifierFrom(event.properties.$group_type, MAX_GROUP_TYPE);
   const key = identifierFrom(event.properties.$group_key, MAX_GROUP_KEY);
   if (type === undefined || key === undefined) return undefined;

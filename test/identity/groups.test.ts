@@ -123,3 +123,21 @@ test("two instances setting one group's keys at once end with every key, whichev
     await a.stop();
   }
 });
+
+test("$process_person_profile: false makes a $groupidentify name no group (PostHog drops it); PERSONLESS_EVENTS=0 reads the flag as any property", async () => {
+  const sent = identify("hooli", { plan: "pro" }, "2026-03-01T00:00:00Z");
+  const flagged = { ...sent, properties: { ...sent.properties, $process_person_profile: false } };
+  for (const [personlessEvents, named] of [
+    ["1", false],
+    ["0", true],
+  ] as const) {
+    const service = await startService({ PUBLIC_API_KEYS: KEY, PERSONLESS_EVENTS: personlessEvents });
+    try {
+      expect((await send(service, { api_key: KEY, batch: [flagged] })).status).toBe(200);
+      expect((await groups(service)).has("company:hooli")).toBe(named);
+      expect(await count(service.db, "events", "event = '$groupidentify'")).toBe(1);
+    } finally {
+      await service.stop();
+    }
+  }
+});

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { literal } from "../../src/storage/sql";
 import { count, links, personOf } from "../helpers/rows";
 import { send, startService, type TestService } from "../helpers/service";
 
@@ -28,6 +29,8 @@ interface PostHogCase {
   readonly unlinked?: readonly string[];
   /** The properties of each ID's person; `null`: it has none. */
   readonly properties?: Readonly<Record<string, Record<string, unknown> | null>>;
+  /** The properties of each group, by `type:key`; `null`: there is none. */
+  readonly groups?: Readonly<Record<string, Record<string, unknown> | null>>;
 }
 
 const event = (name: string, distinctId: string, properties: Record<string, unknown> = {}): SentEvent => ({
@@ -131,6 +134,33 @@ const CASES: readonly PostHogCase[] = [
     ],
     properties: { "hm-new": null, "hm-user": { a: 1 } },
   },
+  {
+    name: "a $groupidentify with $process_person_profile: false makes no group, and changes none",
+    batches: [
+      [
+        event("$groupidentify", "$company_gi-off", {
+          $process_person_profile: false,
+          $group_type: "company",
+          $group_key: "gi-off",
+          $group_set: { plan: "pro" },
+        }),
+        event("$groupidentify", "$company_gi-on", {
+          $group_type: "company",
+          $group_key: "gi-on",
+          $group_set: { plan: "free" },
+        }),
+      ],
+      [
+        event("$groupidentify", "$company_gi-on", {
+          $process_person_profile: false,
+          $group_type: "company",
+          $group_key: "gi-on",
+          $group_set: { plan: "pro", seats: 5 },
+        }),
+      ],
+    ],
+    groups: { "company:gi-off": null, "company:gi-on": { plan: "free" } },
+  },
 ];
 
 describe("PostHog's person processing", () => {
@@ -166,6 +196,17 @@ describe("PostHog's person processing", () => {
     for (const id of c.unlinked ?? []) expect({ id, link: stored.get(id) }).toEqual({ id, link: undefined });
     for (const [id, properties] of Object.entries(c.properties ?? {})) {
       expect({ id, properties: (await personOf(service.db, id))?.properties ?? null }).toEqual({ id, properties });
+    }
+    for (const [group, properties] of Object.entries(c.groups ?? {})) {
+      const [type, key] = group.split(":");
+      const [row] = await service.db.rows<{ properties: string }>(
+        `SELECT properties FROM ${service.db.table("groups")} FINAL
+         WHERE group_type = ${literal(type!)} AND group_key = ${literal(key!)}`,
+      );
+      expect({ group, properties: row === undefined ? null : JSON.parse(row.properties) }).toEqual({
+        group,
+        properties,
+      });
     }
   });
 });

@@ -37,6 +37,14 @@ export const IDENTITY = {
     help: "`1`: set `$browser`, `$os`, `$current_url`, `utm_*` and the like from events on their person, and `$initial_*` once, as PostHog does. `0`: only what SDKs `$set`.",
     backend: "any",
   }),
+  personCreatorEvent: setting({
+    env: "PERSON_CREATOR_EVENT",
+    parse: flag,
+    default: false,
+    shownDefault: "`0`",
+    help: "`1`: a new person's properties hold `$creator_event_uuid`, the uuid of the event that created it, as PostHog does (the survivor's, after a merge). `0`: none, only what events set.",
+    backend: "any",
+  }),
   repairIntervalS: setting({
     env: "REPAIR_INTERVAL_S",
     parse: type("string.integer.parse").to("0 <= number.integer <= 3600"),

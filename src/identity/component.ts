@@ -23,6 +23,8 @@ const LINK_VERSION_BASE = 2 ** 52 + 2 ** 50;
 interface Birth {
   readonly distinctId: string;
   readonly at: When;
+  /** The uuid of the event that caused it, as a `$set_once` at its time (`NO_FIRST_ONCE`: not recorded). */
+  readonly creator: FirstOnce;
 }
 
 /** Whether `a` happened before `b`: by when, then by `a`'s and `b`'s names (a person id, a distinct ID). */
@@ -31,11 +33,27 @@ function before(a: When, aName: string, b: When, bName: string): boolean {
 }
 
 /**
+ * Of two births of one person, the one that counts: the earlier (when, then distinct ID). Two of one distinct ID
+ * are rows of one `born` fact, and fold as the table collapses them: the earliest time, the earliest creator.
+ */
+function earlierBirth(held: Birth | undefined, birth: Birth): Birth {
+  if (held === undefined) return birth;
+  if (held.distinctId !== birth.distinctId)
+    return before(birth.at, birth.distinctId, held.at, held.distinctId) ? birth : held;
+  return {
+    distinctId: held.distinctId,
+    at: compareTuples(birth.at, held.at) < 0 ? birth.at : held.at,
+    creator: compareTuples(birth.creator, held.creator) < 0 ? birth.creator : held.creator,
+  };
+}
+
+/**
  * The facts of one person: distinct IDs joined to each other directly or through others (a connected component
  * of the `joined` graph), folded. The person they make is a function of the facts alone, not of their order
  * (docs/identity.md#rules):
  *
- * - its id is the person the earliest birth created (when, then person id), its `created_at` that birth's;
+ * - its id is the person the earliest birth created (when, then person id), its `created_at` that birth's, and
+ *   so is its `$creator_event_uuid` (a `$set_once` at that time, where the birth recorded its event);
  * - it is identified once any of its IDs was, and its primary distinct ID is the earliest identified one (when,
  *   then ID), or else the ID of that earliest birth;
  * - each property is its latest `$set` or `$unset` (when; within one event `$unset` wins); if it never had one,
@@ -54,7 +72,7 @@ export class Component {
   readonly members = new Set<string>();
   /** Each person a birth created, with the earliest birth that names it. */
   readonly births = new Map<string, Birth>();
-  #identified: Birth | undefined;
+  #identified: Omit<Birth, "creator"> | undefined;
   readonly #properties = new Map<string, KeyState>();
   #location: LocationState | undefined;
   #identityWrites = 0;
@@ -66,10 +84,8 @@ export class Component {
     this.members.add(fact.distinct_id);
     switch (fact.kind) {
       case "born": {
-        const birth = this.births.get(fact.name);
-        if (birth === undefined || before(fact.at, fact.distinct_id, birth.at, birth.distinctId)) {
-          this.births.set(fact.name, { distinctId: fact.distinct_id, at: fact.at });
-        }
+        const birth: Birth = { distinctId: fact.distinct_id, at: fact.at, creator: fact.first_once };
+        this.births.set(fact.name, earlierBirth(this.births.get(fact.name), birth));
         break;
       }
       case "joined":
@@ -229,12 +245,8 @@ export class Component {
   /** Adds the facts of another component: the IDs of both are now one person's. */
   absorb(other: Component): void {
     for (const id of other.members) this.members.add(id);
-    for (const [personId, birth] of other.births) {
-      const mine = this.births.get(personId);
-      if (mine === undefined || before(birth.at, birth.distinctId, mine.at, mine.distinctId)) {
-        this.births.set(personId, birth);
-      }
-    }
+    for (const [personId, birth] of other.births)
+      this.births.set(personId, earlierBirth(this.births.get(personId), birth));
     const identified = other.#identified;
     const first = this.#identified;
     if (
@@ -252,7 +264,8 @@ export class Component {
 
   /** About how much memory it takes, for a cache's budget: its strings at two bytes a character, and overheads. */
   get bytes(): number {
-    let bytes = 200 + 150 * this.births.size;
+    let bytes = 200;
+    for (const { creator } of this.births.values()) bytes += 150 + 2 * creator[3].length;
     for (const id of this.members) bytes += 2 * id.length + 60;
     for (const [key, { write, firstOnce, lastOnce }] of this.#properties) {
       bytes += 2 * (key.length + write[4].length + firstOnce[3].length + lastOnce[3].length) + 300;
@@ -316,6 +329,6 @@ export class Component {
 
   /** Its properties as JSON text, keys in code unit order, each value as its fact holds it. */
   propertiesJson(): string {
-    return propertiesJsonOf(this.#properties, this.#location);
+    return propertiesJsonOf(this.#properties, this.#location, this.#earliestBirth()?.[1].creator);
   }
 }

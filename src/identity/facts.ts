@@ -5,7 +5,8 @@ import type { Timestamp } from "../contract";
  * ever added; every person and link this service writes is computed from them (`component.ts`), so any instance
  * that reads the same facts writes the same rows, whatever order the events came in.
  *
- * - `born`: the ID's event created the person `name` (no link for the ID existed).
+ * - `born`: the ID's event created the person `name` (no link for the ID existed). With `PERSON_CREATOR_EVENT`,
+ *   `first_once` holds that event's uuid (as JSON text, at the birth's time): the person's `$creator_event_uuid`.
  * - `joined`: an `$identify`, `$create_alias` or `$merge_dangerously` put the ID and the ID `name` on one person;
  *   written both ways.
  * - `identified`: an `$identify` was sent with this ID as its distinct ID.
@@ -84,6 +85,12 @@ export function identityFact(
     last_once: NO_LAST_ONCE,
     writes: 1,
   };
+}
+
+/** A person born to `distinctId` by an event, which names itself its creator when `creator` (its uuid) is given. */
+export function bornFact(distinctId: string, personId: string, at: When, creator: string | undefined): FactRow {
+  const fact = identityFact("born", distinctId, personId, at);
+  return creator === undefined ? fact : { ...fact, first_once: [0, at[0], at[1], JSON.stringify(creator)] };
 }
 
 /** A property fact: the key's `$set` or `$unset` (`write`), and its `$set_once` (`once`), by one event. */

@@ -1,6 +1,15 @@
 import { churns, initialKey, type PersonLocation } from "./automatic";
 import type { Component } from "./component";
-import { compareTuples, type FactRow, identityFact, locationFact, onceFact, propertyFact, type When } from "./facts";
+import {
+  bornFact,
+  compareTuples,
+  type FactRow,
+  identityFact,
+  locationFact,
+  onceFact,
+  propertyFact,
+  type When,
+} from "./facts";
 import { Held, type HeldOf } from "./held";
 import { isPersonless, type Link, personIdFor } from "./person";
 import type { PersonIntent, PersonUpdates } from "./person-rules";
@@ -63,10 +72,11 @@ export function factsOf(
     const at: When = [event.timestamp, arrival()];
     const own: FactRow[] = [];
     const born = (!linked(distinctId) && (linkedId === undefined || !linked(linkedId))) || personless(distinctId);
-    if (born) own.push(identityFact("born", distinctId, linkOf(distinctId)?.personId ?? personIdFor(distinctId), at));
+    if (born)
+      own.push(bornFact(distinctId, linkOf(distinctId)?.personId ?? personIdFor(distinctId), at, intent.creator));
     if (linkedId !== undefined && personless(linkedId)) {
       // stamped after the event's own ID: of two persons born by one `$identify`, the identified one survives
-      own.push(identityFact("born", linkedId, linkOf(linkedId)!.personId, [at[0], arrival()]));
+      own.push(bornFact(linkedId, linkOf(linkedId)!.personId, [at[0], arrival()], intent.creator));
     }
     linkedHere.add(distinctId);
     if (linkedId !== undefined) {

@@ -71,6 +71,16 @@ export interface PersonIntent {
   readonly automatic: AutomaticUpdates | undefined;
   /** Where it came from (its own `$geoip_*`, and GeoIP's), for its person, applied with `automatic`. */
   readonly location: PersonLocation | undefined;
+  /** The event's uuid, which a person it creates holds as `$creator_event_uuid` (`PERSON_CREATOR_EVENT`). */
+  readonly creator: string | undefined;
+}
+
+/** Which of PostHog's additions to what events say of persons apply. */
+export interface PersonRules {
+  /** `PERSON_AUTO_PROPERTIES`: PostHog's automatic person properties (`automatic.ts`). */
+  readonly automaticProperties?: boolean | undefined;
+  /** `PERSON_CREATOR_EVENT`: a new person's `$creator_event_uuid`, the uuid of the event that created it. */
+  readonly creatorEvent?: boolean | undefined;
 }
 
 /** The distinct IDs intents name, their events' own and the ones they link; `profiles`: of events that are not personless. */
@@ -84,9 +94,10 @@ export function namedIds(intents: readonly PersonIntent[], { profiles = false } 
   return ids;
 }
 
-/** What an event asks of its person; with `automatic`, PostHog's automatic person properties too. */
-export function personIntentOf(event: CapturedEvent, automatic = false): PersonIntent {
+/** What an event asks of its person, with what `rules` add. */
+export function personIntentOf(event: CapturedEvent, rules: PersonRules = {}): PersonIntent {
   const personless = event.personless === true;
+  const automatic = rules.automaticProperties === true;
   return {
     event,
     linkedId: linkedIdOf(event),
@@ -96,6 +107,7 @@ export function personIntentOf(event: CapturedEvent, automatic = false): PersonI
     updatesNewPersonOnly: event.updatesNewPersonOnly === true,
     automatic: automatic && !personless ? automaticUpdatesOf(event.properties) : undefined,
     location: automatic && !personless ? personLocationOf(event.properties, event.location?.properties) : undefined,
+    creator: rules.creatorEvent === true ? event.uuid : undefined,
   };
 }
 

@@ -72,9 +72,18 @@ function foldOnces(a: KeyState, b: KeyState): Pick<KeyState, "floor" | "after"> 
   return { floor, after: compareTuples(y, x) < 0 ? y : x };
 }
 
-/** Each key the location sets or sets once, as a key's own facts would say it. */
-function locatedKeys(location: LocationState | undefined): Map<string, KeyState> {
+/** The key of the uuid of the event that created the person (PostHog's name). */
+export const CREATOR_KEY = "$creator_event_uuid";
+
+/**
+ * Each key the location sets or sets once, and the creator's key if the person's birth recorded its event, as a
+ * key's own facts would say it.
+ */
+function derivedKeys(location: LocationState | undefined, creator: FirstOnce | undefined): Map<string, KeyState> {
   const keys = new Map<string, KeyState>();
+  if (creator !== undefined && creator[0] === 0) {
+    keys.set(CREATOR_KEY, { write: NO_WRITE, firstOnce: creator, lastOnce: NO_LAST_ONCE });
+  }
   const { write, firstOnce } = location ?? {};
   if (write !== undefined && write[0] === 1) {
     for (const [key, value] of Object.entries(JSON.parse(write[4]) as Record<string, unknown>)) {
@@ -96,22 +105,22 @@ function locatedKeys(location: LocationState | undefined): Map<string, KeyState>
   return keys;
 }
 
-/** The properties as JSON text, keys in code unit order, each value as its fact holds it. */
+/**
+ * The properties as JSON text, keys in code unit order, each value as its fact holds it. The location's keys and
+ * the creator (`creator`, the birth's) compete with a key's own facts by when; only its own decide after an `$unset`.
+ */
 export function propertiesJsonOf(
   properties: ReadonlyMap<string, KeyState>,
   location: LocationState | undefined,
+  creator?: FirstOnce,
 ): string {
-  const located = locatedKeys(location);
+  const derived = derivedKeys(location, creator);
   const entries: string[] = [];
-  for (const key of [...new Set([...properties.keys(), ...located.keys()])].sort()) {
+  for (const key of [...new Set([...properties.keys(), ...derived.keys()])].sort()) {
     const own = properties.get(key);
-    const fromLocation = located.get(key);
+    const other = derived.get(key);
     const state =
-      fromLocation === undefined
-        ? own!
-        : own === undefined
-          ? fromLocation
-          : { ...own, ...latestWriteEarliestOnce(own, fromLocation) };
+      other === undefined ? own! : own === undefined ? other : { ...own, ...latestWriteEarliestOnce(own, other) };
     const value = keyValue(key, state);
     if (value !== undefined) entries.push(`${JSON.stringify(key)}:${value}`);
   }

@@ -1,12 +1,12 @@
 import type { Component } from "./component";
 import type { FactRow } from "./facts";
 import type { Link } from "./person";
-import type { PersonIntent } from "./person-rules";
+import type { PersonIntent, PersonRules } from "./person-rules";
 import type { DistinctIdRow, OverrideRow, PersonRow } from "./rows";
 
 // What the resolver (resolver.ts) is given and gives back.
 
-export interface IdentityOptions {
+export interface IdentityOptions extends PersonRules {
   /**
    * Whether this resolver is the only writer of its database. Then its link cache holds exactly what is stored,
    * never expires, and, once it holds every stored link, tells a new ID from a known one without a read.
@@ -20,8 +20,6 @@ export interface IdentityOptions {
   readonly cacheCapacity: number;
   /** Sole writer only: about how much memory cached persons (their facts, folded) may take. */
   readonly personCacheBytes: number;
-  /** `PERSON_AUTO_PROPERTIES`: PostHog's automatic person properties (`automatic.ts`). */
-  readonly automaticProperties?: boolean;
 }
 
 /** A flush's identity, before its facts are written: the facts to write, and what it knew of its IDs' links. */

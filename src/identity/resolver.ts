@@ -101,7 +101,7 @@ export class IdentityResolver {
 
   /** The facts of a flush's events: needs the links of the IDs they name, from the cache or ClickHouse. */
   async prepare(events: readonly CapturedEvent[]): Promise<Prepared> {
-    const intents = events.map((event) => personIntentOf(event, this.options.automaticProperties));
+    const intents = events.map((event) => personIntentOf(event, this.options));
     const wanted = namedIds(intents);
     // A cached link is safe to take whoever else writes: a link only ever moves, it is never removed, so an ID
     // the cache holds has one. Which person it points at is settled by `resolve` for every ID whose event

@@ -70,6 +70,7 @@ export function storageOptions(config: Config): StorageOptions {
       soleWriter: config.clickhouse.kind === "embedded" && (config.queryPort === undefined || config.queryReadonly),
       cacheTtlMs: config.linkCacheTtlMs,
       automaticProperties: config.personAutoProperties,
+      creatorEvent: config.personCreatorEvent,
       cacheCapacity: config.linkCacheEntries,
       personCacheBytes: config.personCacheMiB * 2 ** 20,
     },

@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import type { CapturedEvent, Timestamp } from "../../src/contract/event";
 import { components } from "../../src/identity/components";
-import { compareTuples } from "../../src/identity/facts";
-import { factsOf } from "../../src/identity/flush-facts";
+import { compareTuples, type FactRow } from "../../src/identity/facts";
+import { coalesced, factsOf } from "../../src/identity/flush-facts";
 import { personIntentOf } from "../../src/identity/person-rules";
 import { settled } from "../helpers/onces";
 
@@ -132,6 +132,45 @@ describe("merges, folded from facts", () => {
   });
 });
 
+describe("$creator_event_uuid, folded from facts", () => {
+  /** What an event with this uuid at `second` asks of its person, its creator recorded (`PERSON_CREATOR_EVENT`). */
+  const created = (distinctId: string, second: number, uuid: string, properties = {}, name = "e") =>
+    personIntentOf({ event: name, distinctId, properties, timestamp: at(second), uuid } as unknown as CapturedEvent, {
+      creatorEvent: true,
+    });
+  const propertiesOf = (facts: FactRow[]) => JSON.parse(components(facts)[0]!.person()!.properties);
+
+  test("a person holds the uuid of the event that created it; later events' do not count", () => {
+    const facts = factsOfIntents([created("p", 0, "u-0"), created("p", 1, "u-1", { $set: { a: 1 } })]);
+    expect(propertiesOf(facts)).toEqual({ $creator_event_uuid: "u-0", a: 1 });
+    expect(propertiesAfter({ $set: { a: 1 } })).toEqual({ a: 1 }); // not recorded: none
+  });
+
+  test("merged, the survivor's (born first), whatever order the facts are folded in or collapsed", () => {
+    const facts = factsOfIntents([
+      created("from", 0, "u-from"),
+      created("into", 1, "u-into"),
+      created("into", 2, "u-identify", { $anon_distinct_id: "from" }, "$identify"),
+    ]);
+    // a retry that wrote the survivor's birth again, later, with another uuid: the earliest row of the fact decides
+    const again = { ...facts[0]!, at: [at(3), 9], first_once: [0, at(3), 9, '"u-retry"'] } as FactRow;
+    for (const order of [facts, [...facts].reverse(), [...facts, again], [again, ...facts].reverse()]) {
+      expect(propertiesOf(order).$creator_event_uuid).toBe("u-from");
+      expect(propertiesOf(coalesced(order))).toEqual(propertiesOf(order));
+    }
+  });
+
+  test("a $set replaces it and an $unset removes it, as any property", () => {
+    const set = factsOfIntents([
+      created("p", 0, "u-0"),
+      created("p", 1, "u-1", { $set: { $creator_event_uuid: "x" } }),
+    ]);
+    expect(propertiesOf(set)).toEqual({ $creator_event_uuid: "x" });
+    const unset = factsOfIntents([created("p", 0, "u-0"), created("p", 1, "u-1", { $unset: ["$creator_event_uuid"] })]);
+    expect(propertiesOf(unset)).toEqual({});
+  });
+});
+
 describe("the location, one fact a located event", () => {
   const US = { $geoip_country_code: "US", $geoip_continent_code: "NA" };
   const located = (properties: Record<string, string>) => ({ properties, json: JSON.stringify(properties) });
@@ -149,7 +188,7 @@ describe("the location, one fact a located event", () => {
         timestamp: at(second),
         location: where === undefined ? undefined : located(where),
       } as unknown as CapturedEvent,
-      true,
+      { automaticProperties: true },
     );
   const personOf = (facts: ReturnType<typeof factsOfIntents>) => {
     const [component] = settled(components(facts), facts);
@@ -224,6 +263,8 @@ describe("the location, one fact a located event", () => {
     expect(facts.map((fact) => fact.kind)).toEqual(["born", "location"]);
     expect(personOf(facts).$geoip_country_code).toBe("US");
     const personless = placed(2, US, { $process_person_profile: false });
-    expect(personIntentOf({ ...personless.event, personless: true }, true).location).toBeUndefined();
+    expect(
+      personIntentOf({ ...personless.event, personless: true }, { automaticProperties: true }).location,
+    ).toBeUndefined();
   });
 });

@@ -15,7 +15,9 @@ const at = (second: number) => `2026-01-01 00:00:${String(second).padStart(2, "0
 
 /** What an event at `second` past the minute asks of its person, automatic properties on. */
 const intent = (distinctId: string, second: number, properties: Record<string, unknown>, event = "e") =>
-  personIntentOf({ event, distinctId, properties, timestamp: at(second) } as unknown as CapturedEvent, true);
+  personIntentOf({ event, distinctId, properties, timestamp: at(second) } as unknown as CapturedEvent, {
+    automaticProperties: true,
+  });
 
 let arrival = 0;
 /**

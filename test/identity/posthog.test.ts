@@ -27,17 +27,23 @@ interface PostHogCase {
   readonly apart?: readonly string[];
   /** IDs that have no link at all: no event of theirs, and no link made them one. */
   readonly unlinked?: readonly string[];
-  /** The properties of each ID's person; `null`: it has none. */
+  /** The properties of each ID's person but `$creator_event_uuid` (`creators`); `null`: it has none. */
   readonly properties?: Readonly<Record<string, Record<string, unknown> | null>>;
+  /** The `$creator_event_uuid` of each ID's person (the table runs with `PERSON_CREATOR_EVENT=1`). */
+  readonly creators?: Readonly<Record<string, string>>;
   /** The properties of each group, by `type:key`; `null`: there is none. */
   readonly groups?: Readonly<Record<string, Record<string, unknown> | null>>;
 }
 
-const event = (name: string, distinctId: string, properties: Record<string, unknown> = {}): SentEvent => ({
+const event = (name: string, distinctId: string, properties: Record<string, unknown> = {}, uuid?: string) => ({
   event: name,
   distinct_id: distinctId,
   properties,
+  ...(uuid !== undefined && { uuid }),
 });
+
+/** Event uuids a case names, to find them as a person's creator. */
+const UUID = Array.from({ length: 8 }, () => Bun.randomUUIDv7());
 
 const CASES: readonly PostHogCase[] = [
   {
@@ -161,26 +167,69 @@ const CASES: readonly PostHogCase[] = [
     ],
     groups: { "company:gi-off": null, "company:gi-on": { plan: "free" } },
   },
+  {
+    name: "a new person's $creator_event_uuid is the uuid of the event that created it",
+    batches: [[event("$pageview", "cr-1", {}, UUID[0])], [event("$pageview", "cr-1", { $set: { a: 1 } }, UUID[1])]],
+    properties: { "cr-1": { a: 1 } },
+    creators: { "cr-1": UUID[0]! },
+  },
+  {
+    name: "an $identify that makes the person (neither ID had one) is its creator",
+    batches: [[event("$identify", "cr-user-2", { $anon_distinct_id: "cr-anon-2" }, UUID[2])]],
+    together: [["cr-user-2", "cr-anon-2"]],
+    creators: { "cr-anon-2": UUID[2]! },
+  },
+  {
+    name: "an anonymous visitor who identifies as a new user keeps the creator of the visitor's person",
+    batches: [
+      [event("$pageview", "cr-anon-3", {}, UUID[3])],
+      [event("$identify", "cr-user-3", { $anon_distinct_id: "cr-anon-3" }, UUID[4])],
+    ],
+    creators: { "cr-user-3": UUID[3]! },
+  },
+  {
+    name: "$creator_event_uuid is a property like others: a $set replaces it",
+    batches: [
+      [event("$pageview", "cr-5", {}, UUID[5])],
+      [event("$set", "cr-5", { $set: { $creator_event_uuid: "mine" } })],
+    ],
+    creators: { "cr-5": "mine" },
+  },
 ];
 
-describe("PostHog's person processing", () => {
+/** Sends a case's batches, every event a second after the one before; the uuids of its events. */
+async function sendCase(service: TestService, batches: PostHogCase["batches"]): Promise<string[]> {
+  let second = 0;
+  const uuids: string[] = [];
+  for (const batch of batches) {
+    const stamped = batch.map((sent) => {
+      const uuid = sent.uuid ?? Bun.randomUUIDv7();
+      uuids.push(uuid);
+      return { ...sent, uuid, timestamp: new Date(Date.UTC(2026, 0, 1, 0, 0, second++)).toISOString() };
+    });
+    expect((await send(service, { api_key: KEY, batch: stamped })).status).toBe(200);
+  }
+  return uuids;
+}
+
+/** An ID's person's properties without `$creator_event_uuid`, and that apart; `null` for no person. */
+async function propertiesOf(service: TestService, id: string) {
+  const person = await personOf(service.db, id);
+  if (person === undefined) return { properties: null, creator: undefined };
+  const { $creator_event_uuid: creator, ...properties } = person.properties;
+  return { properties, creator };
+}
+
+// As the database's only writer (embedded), and as one of several (a server): the same persons either way.
+describe.each([true, false])("PostHog's person processing (sole writer: %p)", (soleWriter) => {
   let service: TestService;
   beforeAll(async () => {
-    service = await startService({ PUBLIC_API_KEYS: KEY });
+    service = await startService({ PUBLIC_API_KEYS: KEY, PERSON_CREATOR_EVENT: "1" }, { identity: { soleWriter } });
   });
   afterAll(() => service.stop());
 
   test.each(CASES.map((c) => [c.name, c] as const))("%s", async (_, c) => {
-    let second = 0;
-    const uuids: string[] = [];
-    for (const batch of c.batches) {
-      const stamped = batch.map((sent) => {
-        const uuid = sent.uuid ?? Bun.randomUUIDv7();
-        uuids.push(uuid);
-        return { ...sent, uuid, timestamp: new Date(Date.UTC(2026, 0, 1, 0, 0, second++)).toISOString() };
-      });
-      expect((await send(service, { api_key: KEY, batch: stamped })).status).toBe(200);
-    }
+    const uuids = await sendCase(service, c.batches);
     // every event is stored, whatever it did to persons
     expect(await count(service.db, "events", `toString(uuid) IN ('${uuids.join("','")}')`)).toBe(uuids.length);
 
@@ -195,7 +244,10 @@ describe("PostHog's person processing", () => {
     expect(new Set(apart).size).toBe(apart.length);
     for (const id of c.unlinked ?? []) expect({ id, link: stored.get(id) }).toEqual({ id, link: undefined });
     for (const [id, properties] of Object.entries(c.properties ?? {})) {
-      expect({ id, properties: (await personOf(service.db, id))?.properties ?? null }).toEqual({ id, properties });
+      expect({ id, properties: (await propertiesOf(service, id)).properties }).toEqual({ id, properties });
+    }
+    for (const [id, creator] of Object.entries(c.creators ?? {})) {
+      expect({ id, creator: (await propertiesOf(service, id)).creator }).toEqual({ id, creator });
     }
     for (const [group, properties] of Object.entries(c.groups ?? {})) {
       const [type, key] = group.split(":");
@@ -207,6 +259,35 @@ describe("PostHog's person processing", () => {
         group,
         properties,
       });
+    }
+  });
+});
+
+// Where this service deliberately does otherwise (docs/identity.md#differences-from-posthog).
+describe("differences from PostHog", () => {
+  test("a merge of two persons keeps the creator of the one created first, with its created_at (PostHog: the $identify's person's)", async () => {
+    const service = await startService({ PUBLIC_API_KEYS: KEY, PERSON_CREATOR_EVENT: "1" });
+    try {
+      await sendCase(service, [
+        [event("$pageview", "cd-anon", {}, UUID[6])],
+        [event("$pageview", "cd-user", {}, UUID[7])],
+        [event("$identify", "cd-user", { $anon_distinct_id: "cd-anon" })],
+      ]);
+      const person = await personOf(service.db, "cd-user");
+      expect(person).toMatchObject({ created_at: "2026-01-01 00:00:00.000000", is_deleted: 0 });
+      expect(person!.properties.$creator_event_uuid).toBe(UUID[6]);
+    } finally {
+      await service.stop();
+    }
+  });
+
+  test("PERSON_CREATOR_EVENT=0, the default: persons hold what events set, and no $creator_event_uuid", async () => {
+    const service = await startService({ PUBLIC_API_KEYS: KEY });
+    try {
+      await sendCase(service, [[event("$pageview", "cd-plain", { $set: { plan: "pro" } })]]);
+      expect((await personOf(service.db, "cd-plain"))!.properties).toEqual({ plan: "pro" });
+    } finally {
+      await service.stop();
     }
   });
 });

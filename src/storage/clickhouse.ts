@@ -91,7 +91,7 @@ export class ClickHouse {
   }
 
   async command(query: string): Promise<void> {
-    await this.client.command({ query });
+    await this.#settled(() => this.client.command({ query }));
   }
 
   /**
@@ -103,14 +103,16 @@ export class ClickHouse {
     const entries = Object.entries(settings);
     // Cloud's shared engines: a read sees every write acknowledged before it
     const consistent = this.#replication === "shared" ? { ...settings, select_sequential_consistency: 1 } : settings;
-    const result =
-      this.backend === "embedded" && entries.length > 0
-        ? await this.client.query({
-            query: `${query} SETTINGS ${entries.map(([name, value]) => `${name} = ${value}`).join(", ")}`,
-            format: "JSONEachRow",
-          })
-        : await this.client.query({ query, format: "JSONEachRow", clickhouse_settings: consistent });
-    return result.json<Row>();
+    return await this.#settled(async () => {
+      const result =
+        this.backend === "embedded" && entries.length > 0
+          ? await this.client.query({
+              query: `${query} SETTINGS ${entries.map(([name, value]) => `${name} = ${value}`).join(", ")}`,
+              format: "JSONEachRow",
+            })
+          : await this.client.query({ query, format: "JSONEachRow", clickhouse_settings: consistent });
+      return await result.json<Row>();
+    });
   }
 
   /**
@@ -131,13 +133,15 @@ export class ClickHouse {
   async insert<Row extends object>(table: string, rows: readonly Row[]): Promise<void> {
     if (rows.length === 0) return;
     const columns = Object.keys(rows[0]!) as [keyof Row & string, ...(keyof Row & string)[]];
-    await this.client.insert({
-      table: this.table(table),
-      values: rows.map((row) => columns.map((column) => row[column])),
-      format: "JSONCompactEachRow",
-      columns,
-      clickhouse_settings: { ...this.#insertSettings, ...this.#tableSettings[table] },
-    });
+    await this.#settled(() =>
+      this.client.insert({
+        table: this.table(table),
+        values: rows.map((row) => columns.map((column) => row[column])),
+        format: "JSONCompactEachRow",
+        columns,
+        clickhouse_settings: { ...this.#insertSettings, ...this.#tableSettings[table] },
+      }),
+    );
   }
 
   /** Set at startup: what every later insert into a table carries, and how the tables are replicated. */
@@ -166,6 +170,21 @@ export class ClickHouse {
 
   async close(): Promise<void> {
     await this.client.close();
+  }
+
+  /**
+   * Runs `work`; embedded, a query that fails stays in the engine's process list, as if still running, until the
+   * session's next query (chDB 3.4), and there at the write path's priority it holds every query on the port
+   * (priority 2) suspended about a second at each check: after a failed flush each query on the port took 5 s. So
+   * the session runs an empty query at once after a failure.
+   */
+  async #settled<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (error) {
+      if (this.backend === "embedded") await this.client.command({ query: "SELECT 1" }).catch(() => {});
+      throw error;
+    }
   }
 }
 

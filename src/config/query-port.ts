@@ -39,7 +39,7 @@ export const QUERY_PORT = {
     parse: flag,
     default: true,
     shownDefault: "`1`",
-    help: "`1`: queries may only read. `0`: a POST may also insert, create, alter and drop tables.",
+    help: "`1`: queries may only read. `0`: a POST may also insert, create, alter and drop tables (not the definitions of the service's own tables).",
     backend: "embedded",
   }),
   queryTimeoutS: setting({

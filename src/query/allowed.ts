@@ -63,11 +63,14 @@ export const TABLE_FUNCTIONS = new Set([
 ]);
 
 /**
- * Table engines that keep their data in the engine's own directory. `Buffer` and `Merge` name other tables (they
- * must be the service's); `EmbeddedRocksDB` takes no directory.
+ * Table engines that keep their data in the engine's own directory and do nothing of their own accord. `Merge`
+ * names other tables (they must be the service's); `EmbeddedRocksDB` takes no directory. Not `Buffer`: it flushes
+ * its rows into its table later, on a timer, with no client (and runs that table's materialized views then,
+ * outside every limit of the port); nor the engines that pull rows in the background (`Kafka`, `RabbitMQ`, `NATS`,
+ * `S3Queue`, `AzureQueue`, `FileLog`), which reach outside too.
  */
 export const ENGINES =
-  /^(?:(?:Replacing|Summing|Aggregating|Collapsing|VersionedCollapsing|Coalescing)?MergeTree|Memory|Log|TinyLog|StripeLog|Null|Set|Join|Buffer|Merge|EmbeddedRocksDB|GenerateRandom)$/;
+  /^(?:(?:Replacing|Summing|Aggregating|Collapsing|VersionedCollapsing|Coalescing)?MergeTree|Memory|Log|TinyLog|StripeLog|Null|Set|Join|Merge|EmbeddedRocksDB|GenerateRandom)$/;
 
 /**
  * Scalar functions that read files (`file`, CatBoost models), dictionaries (whose sources are files or servers), the

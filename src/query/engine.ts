@@ -7,6 +7,7 @@ import { checkFilters, sqlValuedSettings } from "./filters";
 import { createInsertDir, insertData, insertDir } from "./insert";
 import { checkDatabase, inspect } from "./inspect";
 import { type LoggedQuery, QueryLog } from "./log";
+import { boundMutations } from "./mutations";
 import type { QueryEngineOptions } from "./options";
 import type { SessionParams } from "./params";
 import type { Access } from "./policy";
@@ -44,7 +45,7 @@ export class QueryEngine {
   readonly #insertDir: string;
 
   private constructor(
-    Session: SessionConstructor,
+    private readonly Session: SessionConstructor,
     private readonly options: QueryEngineOptions,
     private readonly catalogue: Catalogue,
     private readonly log: QueryLog,
@@ -123,7 +124,9 @@ export class QueryEngine {
       }
       const chosen = inspected.format ?? request.defaultFormat ?? "TabSeparated";
       const format = this.catalogue.formats.get(chosen.toLowerCase()) ?? chosen;
-      return await runStatement(s, inspected, format, this.options.timeoutS, release, releases);
+      const run = () => runStatement(s, inspected, format, this.options.timeoutS, release, releases);
+      if (readonly || inspected.target === undefined) return await run();
+      return await boundMutations(inspected.target, () => new this.Session(this.options.dataDir), run);
     } catch (error) {
       release();
       throw error instanceof QueryError ? error : QueryError.fromEngine(error);

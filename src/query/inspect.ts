@@ -1,8 +1,9 @@
 import type { Session } from "chdb";
 import { literal } from "../storage";
-import { parseAst } from "./ast";
+import { type AstNode, nodeIdentifier, parseAst } from "./ast";
 import { bindParams } from "./bind";
 import { QueryError } from "./errors";
+import { MUTATING, type MutationTarget } from "./mutations";
 import { type Access, checkStatement, checkUsable, scopeOf } from "./policy";
 import { tokens, unescapeText } from "./tokens";
 import { throughPortViews } from "./views";
@@ -30,6 +31,8 @@ export interface Inspected {
   readonly line: string;
   /** Its FORMAT clause. */
   readonly format: string | undefined;
+  /** The table whose mutations it may start (mutations.ts). */
+  readonly target: MutationTarget | undefined;
 }
 
 /**
@@ -48,7 +51,21 @@ export async function inspect(session: Session, request: InspectRequest): Promis
   const ast = parseAst((await session.queryAsync(`EXPLAIN AST ${formatted}`, { format: "TSVRaw" })).text());
   checkStatement(ast, formatted, line, scope);
   const format = ast.type === "InsertQuery" ? undefined : /^FORMAT (\S+)$/m.exec(formatted)?.[1];
-  return { statement: ast.type, formatted: throughPortViews(formatted), line: throughPortViews(line), format };
+  return {
+    statement: ast.type,
+    formatted: throughPortViews(formatted),
+    line: throughPortViews(line),
+    format,
+    target: mutationTarget(ast, printed.current),
+  };
+}
+
+/** The table an ALTER, DELETE or UPDATE names: its `Identifier` children, the current database if it names none. */
+function mutationTarget(ast: AstNode, current: string): MutationTarget | undefined {
+  if (!MUTATING.has(ast.type)) return undefined;
+  const names = ast.children.filter((child) => child.type === "Identifier").map(nodeIdentifier);
+  const [database, table] = names.length >= 2 ? names : [current, names[0]];
+  return database === undefined || table === undefined ? undefined : { database, table };
 }
 
 /**
@@ -72,6 +89,8 @@ interface Printed {
   readonly databases: [string, string][];
   /** The system tables the engine has. */
   readonly systemTables: string[];
+  /** The session's current database. */
+  readonly current: string;
 }
 
 async function print(session: Session, text: string): Promise<Printed> {
@@ -79,7 +98,8 @@ async function print(session: Session, text: string): Promise<Printed> {
   const printed = await session.queryAsync(
     `SELECT formatQuerySingleLine(${quoted}) AS line, formatQuery(${quoted}) AS formatted, ` +
       "(SELECT groupArray((name, engine)) FROM system.databases) AS databases, " +
-      "(SELECT groupArray(name) FROM system.tables WHERE database = 'system') AS systemTables",
+      "(SELECT groupArray(name) FROM system.tables WHERE database = 'system') AS systemTables, " +
+      "currentDatabase() AS current",
     { format: "JSONEachRow" },
   );
   return JSON.parse(printed.text()) as Printed;

@@ -15,6 +15,7 @@ import {
 import { type AstNode, functionName, literalValue, nodeIdentifier } from "./ast";
 import { QueryError } from "./errors";
 import { identifierName, significant, stringValue, type Token } from "./tokens";
+import { checkWritable } from "./writable";
 
 /**
  * What a query on the port may do, judged on the engine's own parse and print of it (`EXPLAIN AST` of the
@@ -32,6 +33,8 @@ interface Scope {
   readonly access: Access;
   /** The service's database. */
   readonly database: string;
+  /** The database an unqualified name is in: the session's current one. */
+  readonly currentDatabase: string;
   /**
    * Databases a query may not name: read-only, every one but the service's (and `system` and the schema views,
    * read by their full names only); with writes allowed, every one that is no Atomic database (the filesystem
@@ -46,20 +49,35 @@ interface Scope {
   readonly isQuerySetting: (name: string) => boolean;
 }
 
-/** The scope of a query, given every database the engine has (`system.databases`: name and engine). */
+/**
+ * The scope of a query, given every database the engine has (`system.databases`: name and engine), its system
+ * tables, and the session's current database.
+ */
 export function scopeOf(
   access: Access,
   database: string,
-  engine: { readonly databases: readonly [string, string][]; readonly systemTables: readonly string[] },
+  engine: {
+    readonly databases: readonly [string, string][];
+    readonly systemTables: readonly string[];
+    readonly current: string;
+  },
   checkSetting: Scope["checkSetting"],
   isQuerySetting: Scope["isQuerySetting"],
 ): Scope {
-  const { databases, systemTables } = engine;
+  const { databases, systemTables, current } = engine;
   const reachable = (name: string, engine: string) =>
     name === database || SYSTEM_DATABASES.has(name) || (access === "write" && engine === "Atomic");
   const other = databases.filter(([name, engine]) => !reachable(name, engine)).map(([name]) => name);
   const hiddenSystemTables = new Set(systemTables.filter((name) => !SYSTEM_TABLES.has(name)));
-  return { access, database, otherDatabases: new Set(other), hiddenSystemTables, checkSetting, isQuerySetting };
+  return {
+    access,
+    database,
+    currentDatabase: current,
+    otherDatabases: new Set(other),
+    hiddenSystemTables,
+    checkSetting,
+    isQuerySetting,
+  };
 }
 
 /** Refuses a database a query may not make its current one (`USE`, the `database` parameter). */
@@ -95,6 +113,7 @@ export function checkStatement(ast: AstNode, formatted: string, line: string, sc
   }
   checkTokens(significant(line), ast.type, scope);
   walk(ast, undefined, scope);
+  if (scope.access === "write") checkWritable(ast, line, scope);
 }
 
 /**
@@ -219,7 +238,7 @@ function checkFunction(node: AstNode, parent: AstNode | undefined, scope: Scope)
     throw denied(`Table function ${name} is not allowed here`);
   } else if (parent?.type === "Storage" && parent.children.find((child) => child.type === "Function") === node) {
     if (!ENGINES.test(name)) throw denied(`Engine ${name} is not allowed here`);
-    if ((name === "Buffer" || name === "Merge") && args[0]) checkNamesDatabase(args[0], name, scope);
+    if (name === "Merge" && args[0]) checkNamesDatabase(args[0], name, scope);
     if (name === "EmbeddedRocksDB" && args.length > 1) throw denied("EmbeddedRocksDB takes no directory here");
   } else if (FUNCTIONS_REFUSED.test(lower)) {
     throw denied(`Function ${name} is not allowed here`);
@@ -285,7 +304,7 @@ function holdsColumnExpression(text: string): boolean {
   );
 }
 
-/** A `Buffer`, `Merge` or `merge()` argument that names a database: it must be the service's. */
+/** A `Merge` or `merge()` argument that names a database: it must be the service's. */
 function checkNamesDatabase(node: AstNode, name: string, scope: Scope): void {
   const named =
     node.type === "Identifier"

@@ -31,6 +31,12 @@ const LOWER_ONLY: Readonly<Record<string, keyof QueryLimits>> = {
 const OVERFLOW_MODES = /^(throw|break)$/;
 
 /**
+ * Whether a statement waits for the mutations it starts: never 0, which would leave them running in the background
+ * with no client, outside the port's limits (mutations.ts). 1 and 2 are alike on one engine.
+ */
+const WAITS_FOR_MUTATIONS = new Set(["mutations_sync", "alter_sync", "lightweight_deletes_sync"]);
+
+/**
  * Settings a client may set to any value the engine takes, grouped by why that is safe. None reads or writes
  * anything but the query's own tables and result, nor raises a limit above the port's.
  */
@@ -232,6 +238,8 @@ export function checkSettings(
       }
     } else if (/_overflow_mode$/.test(name) && !OVERFLOW_MODES.test(value)) {
       throw cannotModify(name, "only throw or break");
+    } else if (WAITS_FOR_MUTATIONS.has(name) && !/^[12]$/.test(value)) {
+      throw cannotModify(name, "only 1 or 2: a statement waits for its mutations");
     }
   }
 }
@@ -254,6 +262,10 @@ export function limitSettings(limits: QueryLimits): Record<string, string | numb
     // rows of an INSERT … VALUES are literals: an expression there could call any function
     input_format_values_interpret_expressions: 0,
     input_format_values_deduce_templates_of_expressions: 0,
+    // a statement waits for its mutations, within its time limit, rather than leaving them to run on (mutations.ts)
+    mutations_sync: 2,
+    alter_sync: 2,
+    lightweight_deletes_sync: 2,
   };
 }
 

@@ -25,6 +25,7 @@ const STATUS = {
   internal: 500,
   busy: 503,
   shutting_down: 503,
+  storage_refused: 503,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof STATUS;
@@ -103,6 +104,17 @@ export const fail = {
     new IngestError("shutting_down", "The service is shutting down; retry shortly", {
       headers: { "Retry-After": "5" },
     }),
+  /**
+   * The database refuses every write for what one of its tables is (a constraint, a column, a table missing): an
+   * operator must fix the table. A 5xx, so that SDKs keep the events and retry (a 4xx would drop them, a 200 lie),
+   * slowly; the answer names what is wrong, never the database's message, which quotes rows of other requests.
+   */
+  storageRefused: (table: string | undefined, type: string, cause: unknown) =>
+    new IngestError(
+      "storage_refused",
+      `The database refuses these events (${type}${table === undefined ? "" : ` on table ${table}`}): an operator must fix the table; retry later`,
+      { cause, headers: { "Retry-After": "60" } },
+    ),
   /** Anything unexpected: the cause is logged, never sent. The client may retry. */
   internal: (cause: unknown) => new IngestError("internal", "Internal server error", { cause }),
 } as const satisfies { readonly [Code in ErrorCode as CamelCase<Code>]: (...args: never[]) => IngestError };

@@ -134,13 +134,18 @@ export class ClickHouse {
     if (rows.length === 0) return;
     const columns = Object.keys(rows[0]!) as [keyof Row & string, ...(keyof Row & string)[]];
     await this.#settled(() =>
-      this.client.insert({
-        table: this.table(table),
-        values: rows.map((row) => columns.map((column) => row[column])),
-        format: "JSONCompactEachRow",
-        columns,
-        clickhouse_settings: { ...this.#insertSettings, ...this.#tableSettings[table] },
-      }),
+      this.client
+        .insert({
+          table: this.table(table),
+          values: rows.map((row) => columns.map((column) => row[column])),
+          format: "JSONCompactEachRow",
+          columns,
+          clickhouse_settings: { ...this.#insertSettings, ...this.#tableSettings[table] },
+        })
+        .catch((error: unknown) => {
+          if (typeof error === "object" && error !== null) failedInserts.set(error, table);
+          throw error;
+        }),
     );
   }
 
@@ -199,6 +204,32 @@ export function isDataError(error: unknown): boolean {
   if (typeof type === "string") return DATA_ERROR_TYPES.test(type);
   return !isNetworkError(error);
 }
+
+/** What a table refused, for the operator: the table (when an insert into it failed) and ClickHouse's error. */
+export interface Refusal {
+  readonly table: string | undefined;
+  readonly type: string;
+  readonly code: string | undefined;
+}
+
+/** The table each failed insert wrote, by its error. */
+const failedInserts = new WeakMap<object, string>();
+
+/**
+ * Whether ClickHouse refused a write for what a table is rather than for what the write held or the server's
+ * condition: a constraint, a column missing or of another type, a table or database missing, an expression of the
+ * table that throws (a default, a TTL, an index), a table read-only. Only an operator can fix that, and until then
+ * every write of the service fails alike (docs/behaviour.md#when-the-database-refuses-the-events).
+ */
+export function refusalOf(error: unknown): Refusal | undefined {
+  const { type, code } = (error ?? {}) as { type?: unknown; code?: unknown };
+  if (typeof type !== "string" || !REFUSAL_TYPES.test(type)) return undefined;
+  const table = typeof error === "object" && error !== null ? failedInserts.get(error) : undefined;
+  return { table, type, code: typeof code === "string" ? code : undefined };
+}
+
+const REFUSAL_TYPES =
+  /^(VIOLATED_CONSTRAINT|NO_SUCH_COLUMN_IN_TABLE|THERE_IS_NO_COLUMN|NOT_FOUND_COLUMN_IN_BLOCK|UNKNOWN_IDENTIFIER|TYPE_MISMATCH|UNKNOWN_TABLE|UNKNOWN_DATABASE|FUNCTION_THROW_IF_VALUE_IS_NON_ZERO|TABLE_IS_READ_ONLY)$/;
 
 const DATA_ERROR_TYPES =
   /^(CANNOT_PARSE_|CANNOT_READ_|INCORRECT_DATA|TYPE_MISMATCH|TOO_LARGE_STRING_SIZE|CANNOT_CONVERT_TYPE|VALUE_IS_OUT_OF_RANGE|ILLEGAL_COLUMN|ILLEGAL_TYPE_OF_ARGUMENT|CANNOT_INSERT_NULL_IN_ORDINARY_COLUMN|INCORRECT_NUMBER_OF_COLUMNS|INCORRECT_JSON)/;

@@ -84,6 +84,12 @@ export class Metrics {
     help: "Flushes that failed to write",
     registers: [this.registry],
   });
+  readonly storageRefusals = new Counter({
+    name: "ingest_storage_refusals_total",
+    help: "Flushes a table refused for what it is (a constraint, a column, a table missing), by table and ClickHouse error: an operator must fix the table",
+    labelNames: ["table", "error"] as const,
+    registers: [this.registry],
+  });
   readonly cacheLookups = new Counter({
     name: "ingest_identity_cache_lookups_total",
     help: "Identity cache lookups, by kind (links, persons) and result (hit, miss): a miss is read from ClickHouse",

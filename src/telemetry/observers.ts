@@ -46,6 +46,8 @@ export type IdentityRows = Readonly<
 export interface StorageObserver {
   flushed(events: number, seconds: number, phases: FlushPhases, rows: IdentityRows): void;
   flushFailed(events: number, seconds: number, error: unknown): void;
+  /** A flush failed because a table refuses what the service writes: only an operator can fix it. */
+  storageRefused(refusal: StorageRefusal): void;
   cacheLookups: CacheObserver;
   /** At startup, a sole writer read the links it could hold into its cache. */
   preloaded(preloaded: Preloaded): void;
@@ -61,6 +63,13 @@ export interface StorageObserver {
   diskLow(disk: Disk): void;
   /** The disk, low before, has room again. */
   diskRecovered(disk: Disk): void;
+}
+
+/** What a table refused: its name (when an insert into it failed) and ClickHouse's error. */
+export interface StorageRefusal {
+  readonly table: string | undefined;
+  readonly type: string;
+  readonly code: string | undefined;
 }
 
 /** The disk the tables are on. */
@@ -154,6 +163,16 @@ export interface Repaired {
   readonly seconds: number;
 }
 
+/** What an operator does about a table's refusal, by ClickHouse's error. */
+const FIXES: Readonly<Record<string, string>> = {
+  VIOLATED_CONSTRAINT: "drop the constraint (ALTER TABLE … DROP CONSTRAINT)",
+  UNKNOWN_TABLE: "restart the service, which creates missing tables",
+  UNKNOWN_DATABASE: "restart the service, which creates its database",
+  NO_SUCH_COLUMN_IN_TABLE: "restart the service, which adds missing columns",
+  TYPE_MISMATCH: "give the column back its type (docs/operations.md#startup-upgrades-and-the-schema)",
+  FUNCTION_THROW_IF_VALUE_IS_NON_ZERO: "drop the default, TTL, index or projection that throws",
+};
+
 /** Writes: flush sizes, durations and phases, failures with their cause, slow flushes, identity cache hits and misses. */
 export function storageObserver(log: Logger, metrics: Metrics): StorageObserver {
   return {
@@ -169,6 +188,15 @@ export function storageObserver(log: Logger, metrics: Metrics): StorageObserver 
       metrics.insertErrors.inc();
       metrics.flushSeconds.observe(seconds);
       log.error("write failed", { events, seconds, cause: describeError(error) });
+    },
+    storageRefused({ table, type, code }) {
+      metrics.storageRefusals.inc({ table: table ?? "", error: type });
+      log.error("the database refuses the service's writes: an operator must fix the table", {
+        table,
+        type,
+        code,
+        fix: FIXES[type] ?? "make the table what the service's schema says (docs/operations.md)",
+      });
     },
     cacheLookups(kind, hits, misses) {
       if (hits > 0) metrics.cacheLookups.inc({ kind, result: "hit" }, hits);

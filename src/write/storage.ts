@@ -16,6 +16,7 @@ import {
   createSchema,
   isDataError,
   readUsage,
+  refusalOf,
   type StorageUsage,
   tuneEmbeddedEngine,
 } from "../storage";
@@ -179,7 +180,10 @@ export class Storage implements EventSink {
       // Memory stays bounded however many requests wait; SDKs retry a 503 after the pause it names.
       return Promise.reject(fail.busy());
     }
-    return this.#commits.submit(events);
+    return this.#commits.submit(events).catch((error: unknown) => {
+      const refusal = refusalOf(error);
+      throw refusal === undefined ? error : fail.storageRefused(refusal.table, refusal.type, error);
+    });
   }
 
   /** Events accepted and waiting for a flush to take them. */
@@ -220,6 +224,8 @@ export class Storage implements EventSink {
       written = await this.#resolveAndInsert(events, release);
     } catch (error) {
       this.#observer?.flushFailed(events.length, (performance.now() - started) / 1000, error);
+      const refusal = refusalOf(error);
+      if (refusal !== undefined) this.#observer?.storageRefused(refusal);
       throw error;
     }
     this.#observer?.flushed(events.length, (performance.now() - started) / 1000, written.phases, written.rows);

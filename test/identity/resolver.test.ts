@@ -461,8 +461,7 @@ describe("after a failed write", () => {
     const identify = { event: "$identify", distinct_id: "f-user", properties: { $anon_distinct_id: "f-anon" } };
     const logged = spyOn(console, "error").mockImplementation(() => {});
     try {
-      expect((await capture([identify])).status).toBe(500);
-      expect(logged).toHaveBeenCalled();
+      expect((await capture([identify])).status).toBe(503); // a table an operator must fix
     } finally {
       logged.mockRestore();
       await service.db.command(`ALTER TABLE ${service.db.table("persons")} DROP CONSTRAINT refuse`);

@@ -19,6 +19,7 @@ async function counted(
   const observer: StorageObserver = {
     flushed() {},
     flushFailed() {},
+    storageRefused() {},
     schemaRepaired() {},
     repaired() {},
     retained() {},
@@ -42,13 +43,16 @@ async function counted(
   return { service, capture };
 }
 
-/** Sends `batch` while `table` refuses every row (a constraint), so the flush fails part-way: answered 500. */
+/**
+ * Sends `batch` while `table` refuses every row (a constraint), so the flush fails part-way: answered 503, a table
+ * an operator must fix (docs/behaviour.md#when-the-database-refuses-the-events).
+ */
 async function refused(service: TestService, table: string, batch: object[]): Promise<void> {
   const name = service.db.table(table);
   await service.db.command(`ALTER TABLE ${name} ADD CONSTRAINT refuse CHECK version = 0`);
   const logged = spyOn(console, "error").mockImplementation(() => {});
   try {
-    expect((await send(service, { api_key: KEY, batch })).status).toBe(500);
+    expect((await send(service, { api_key: KEY, batch })).status).toBe(503);
   } finally {
     logged.mockRestore();
     await service.db.command(`ALTER TABLE ${name} DROP CONSTRAINT refuse`);

@@ -20,6 +20,7 @@ function retentionLog(): { observer: StorageObserver; changes: RetentionChange[]
   const observer: StorageObserver = {
     flushed: ignore,
     flushFailed: ignore,
+    storageRefused: ignore,
     cacheLookups: ignore,
     preloaded: ignore,
     repaired: ignore,

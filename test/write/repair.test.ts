@@ -45,6 +45,7 @@ function sweepCounter(): { observer: StorageObserver; sweeps: () => number; writ
   const observer: StorageObserver = {
     flushed() {},
     flushFailed() {},
+    storageRefused() {},
     cacheLookups() {},
     preloaded() {},
     schemaRepaired() {},

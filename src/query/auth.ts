@@ -31,9 +31,10 @@ function basic(authorization: string): Credentials {
   }
   const decoded = Buffer.from(encoded, "base64").toString("utf8");
   const colon = decoded.indexOf(":");
-  return colon < 0
-    ? { user: decoded, password: "" }
-    : { user: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
+  // without a colon there is no telling a user from a password: the text is neither echoed nor logged
+  if (colon < 0) throw failed("Invalid authentication: the Basic credentials hold no ':' between user and password");
+  if (colon === 0) throw failed("Got an empty user name from Authorization HTTP header");
+  return { user: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
 }
 
 /**

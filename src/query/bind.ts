@@ -40,9 +40,18 @@ function boundValue(value: string, type: string): string {
   if (type === "Identifier") return quoteIdentifier(value);
   if (value === "\\N") return `CAST(NULL AS ${type})`;
   if (type === "String") return literal(unescapeText(value));
-  // the engine has no CAST from a string to a Map; its text format reads one (a scalar subquery of one row)
-  if (/^Map\s*\(/.test(type)) return `(SELECT c1 FROM format(TSV, ${literal(`c1 ${type}`)}, ${literal(value)}))`;
+  if (/^Map\s*\(/.test(type)) return mapValue(value, type);
   return `CAST(${literal(isStringLike(type) ? unescapeText(value) : value)} AS ${type})`;
+}
+
+/**
+ * The engine has no CAST from a string to a Map, but it has one to an array of maps, which reads each map's text
+ * form: the value, in brackets, is an array of one map. (Not `format()`, which a read-only session refuses, nor the
+ * value as SQL, which would be the client's text in the statement.) More than one map is refused, as a server would.
+ */
+function mapValue(value: string, type: string): string {
+  const array = `CAST(${literal(`[${value}]`)} AS Array(${type}))`;
+  return `arrayElement(${array}, throwIf(length(${array}) != 1, 'Cannot parse the value of a Map query parameter') + 1)`;
 }
 
 /** Types whose text form is a whole string (escapes and all), not a literal to parse. */

@@ -43,6 +43,8 @@ export class QueryEngine {
   readonly #sessions: QuerySessions;
   /** Where an INSERT's data waits for the engine to read it (`FROM INFILE`), a file a request. */
   readonly #insertDir: string;
+  /** The IDs of the queries running now. */
+  readonly #queryIds = new Set<string>();
 
   private constructor(
     private readonly Session: SessionConstructor,
@@ -85,6 +87,18 @@ export class QueryEngine {
   /** Queries running now. */
   get running(): number {
     return this.#places.taken;
+  }
+
+  /**
+   * Claims a query's ID for as long as it runs, as a server's process list does: a second query with the ID of one
+   * still running is refused. Returns what frees it.
+   */
+  claimQueryId(id: string): () => void {
+    if (this.#queryIds.has(id)) {
+      throw QueryError.of("QUERY_WITH_SAME_ID_IS_ALREADY_RUNNING", `Query with id = ${id} is already running`);
+    }
+    this.#queryIds.add(id);
+    return () => this.#queryIds.delete(id);
   }
 
   /** Starts a query: checks it, runs it, and reads its first chunk of output. Throws a `QueryError`. */

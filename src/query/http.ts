@@ -50,7 +50,10 @@ export async function handleQuery(request: Request, app: QueryApp): Promise<Resp
 class QueryExchange {
   readonly #started = performance.now();
   readonly #startedAt = new Date();
-  #user = "default";
+  /** Set once the credentials are read: a request whose credentials cannot be read is logged with no user. */
+  #user = "";
+  /** Frees the query's ID once it is answered (`QueryEngine.claimQueryId`). */
+  #unclaim: (() => void) | undefined;
   /** What the query log keeps: set once the request is authenticated and read. */
   #logged: { text: string; database: string; bound: boolean } | undefined;
   #queryId: string;
@@ -82,6 +85,7 @@ class QueryExchange {
       }
       const params = readParams(search, this.request.headers);
       if (params.queryId !== undefined) this.#queryId = params.queryId;
+      this.#unclaim = this.app.engine.claimQueryId(this.#queryId);
       this.#logged = {
         text: sentText(params.query, body, MAX_QUERY_BYTES),
         database: params.database ?? this.app.engine.database,
@@ -169,7 +173,7 @@ class QueryExchange {
     const headers = new Headers({
       "Content-Type": contentType(running.format),
       "X-ClickHouse-Server-Display-Name": this.app.displayName,
-      "X-ClickHouse-Query-Id": this.#queryId,
+      "X-ClickHouse-Query-Id": headerText(this.#queryId),
       "X-ClickHouse-Timezone": this.app.engine.timezone,
       "X-ClickHouse-Summary": JSON.stringify(this.#summary(running)),
       "X-ClickHouse-Exception-Tag": this.#exceptionTag,
@@ -203,7 +207,7 @@ class QueryExchange {
     const headers = new Headers({
       "Content-Type": "text/plain; charset=UTF-8",
       "X-ClickHouse-Server-Display-Name": this.app.displayName,
-      "X-ClickHouse-Query-Id": this.#queryId,
+      "X-ClickHouse-Query-Id": headerText(this.#queryId),
       "X-ClickHouse-Exception-Code": String(error.code),
     });
     if (compression !== undefined) headers.set("Content-Encoding", compression);
@@ -216,6 +220,7 @@ class QueryExchange {
   #observe(outcome: QueryOutcome, status: number, running: RunningQuery | undefined, error?: QueryError): void {
     if (this.#observed) return;
     this.#observed = true;
+    this.#unclaim?.();
     this.app.observer?.answered({
       user: this.#user,
       outcome,
@@ -253,6 +258,9 @@ class QueryExchange {
     }
   }
 }
+
+/** A header's value as a server sends it: the text's UTF-8 bytes (a header carries bytes, which Bun takes as Latin-1). */
+const headerText = (text: string) => Buffer.from(text, "utf8").toString("latin1");
 
 /** A tag of 16 letters and digits, new for each response, that the body of a failed result cannot forge. */
 function exceptionTag(): string {

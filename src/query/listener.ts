@@ -1,5 +1,6 @@
 import type { Server } from "bun";
 import type { Config } from "../config";
+import { QueryError } from "./errors";
 import { handleQuery, type QueryApp } from "./http";
 
 /**
@@ -16,6 +17,11 @@ export function serveQuery(config: Config, app: QueryApp): Server<undefined> | u
     idleTimeout: Math.min(255, config.queryTimeoutS + 15),
     maxRequestBodySize: Number.MAX_SAFE_INTEGER,
     fetch: (request) => handleQuery(request, app),
-    error: () => new Response("Internal error\n", { status: 500 }),
+    // what escaped the handler (a bug): still ClickHouse's form, so that clients raise their usual error
+    error: () => {
+      const { text, code } = QueryError.of("UNKNOWN_EXCEPTION", "Internal error of the query port");
+      const headers = { "Content-Type": "text/plain; charset=UTF-8", "X-ClickHouse-Exception-Code": String(code) };
+      return new Response(`${text}\n`, { status: 500, headers });
+    },
   });
 }

@@ -81,7 +81,7 @@ export function readParams(search: URLSearchParams, headers: Headers): RequestPa
     query: get("query") ?? "",
     database: headers.get("x-clickhouse-database") || get("database"),
     defaultFormat: headers.get("x-clickhouse-format") || get("default_format"),
-    queryId: get("query_id") ?? (headers.get("x-clickhouse-query-id") || undefined),
+    queryId: queryId(get("query_id") ?? headers.get("x-clickhouse-query-id") ?? ""),
     session:
       sessionId === undefined
         ? undefined
@@ -96,6 +96,16 @@ export function readParams(search: URLSearchParams, headers: Headers): RequestPa
     params,
     settings,
   };
+}
+
+/**
+ * A client's `query_id` without ASCII control characters, as a server (26.4 and later) takes it: it is sent back in
+ * `X-ClickHouse-Query-Id`, where a line break would end the header. None left: none given, and the port makes one.
+ */
+function queryId(text: string): string | undefined {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is removed
+  const id = text.replace(/[\x00-\x1f]/g, "");
+  return id === "" ? undefined : id;
 }
 
 function sessionTimeout(text: string | undefined): number {

@@ -330,14 +330,20 @@ function writesSystem(ast: AstNode): boolean {
   return names.some((name) => SYSTEM_DATABASES.has(name));
 }
 
-/** With writes allowed, a database may be created as an Atomic one (the engine's default), and nothing else. */
+/**
+ * With writes allowed, a database may be created as an Atomic one (the engine's default), and nothing else; with a
+ * comment and a `FORMAT` clause (for the answer, which is empty), as a server takes it.
+ */
 function checkCreateDatabase(line: string, scope: Scope): void {
   const tokens = significant(line);
-  const words = tokens.map((token) => token.text.toUpperCase());
+  // a string's text does not matter here, only that it is one
+  const words = tokens.map((token) => (token.kind === "string" ? "'…'" : token.text.toUpperCase()));
   const named = words[2] === "IF" ? tokens[5] : tokens[2];
   const name = named && identifierName(named);
-  const rest = words.slice(words[2] === "IF" ? 6 : 3).join(" ");
-  if (name === undefined || !(rest === "" || rest === "ENGINE = ATOMIC")) {
+  let rest = words.slice(words[2] === "IF" ? 6 : 3);
+  if (rest.at(-2) === "FORMAT" && tokens.at(-1)?.kind === "word") rest = rest.slice(0, -2);
+  if (rest.at(-2) === "COMMENT" && rest.at(-1) === "'…'") rest = rest.slice(0, -2);
+  if (name === undefined || !(rest.length === 0 || rest.join(" ") === "ENGINE = ATOMIC")) {
     throw denied("Only an Atomic database can be created here");
   }
   checkUsable(name, scope);

@@ -19,12 +19,20 @@ export interface QueryLimits {
   readonly maxThreads: number;
 }
 
+/**
+ * How large a statement's syntax tree may be: the engine's defaults, which the port sets on every session so that
+ * a client may only lower them. A larger tree costs the process's stack and memory as the engine parses and the
+ * policy walks it (a client could raise them to 1e8 before).
+ */
+const AST_LIMITS = { max_ast_depth: 1000, max_ast_elements: 50_000, max_expanded_ast_elements: 500_000 } as const;
+
 /** Limits the port sets: a client may lower them, never raise or remove them (0 means no limit). */
-const LOWER_ONLY: Readonly<Record<string, keyof QueryLimits>> = {
-  max_execution_time: "timeoutS",
-  max_memory_usage: "maxMemoryBytes",
-  max_result_bytes: "maxResultBytes",
-  max_threads: "maxThreads",
+const LOWER_ONLY: Readonly<Record<string, (limits: QueryLimits) => number>> = {
+  max_execution_time: (limits) => limits.timeoutS,
+  max_memory_usage: (limits) => limits.maxMemoryBytes,
+  max_result_bytes: (limits) => limits.maxResultBytes,
+  max_threads: (limits) => limits.maxThreads,
+  ...Object.fromEntries(Object.entries(AST_LIMITS).map(([name, limit]) => [name, () => limit])),
 };
 
 /** What a limit does past it: stop with an error or with what it has; never go on. */
@@ -57,9 +65,6 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
     "max_bytes_in_set",
     "max_columns_to_read",
     "max_temporary_columns",
-    "max_ast_depth",
-    "max_ast_elements",
-    "max_expanded_ast_elements",
     "timeout_before_checking_execution_speed",
     "min_execution_speed",
     "max_execution_speed",
@@ -232,7 +237,7 @@ export function checkSettings(
     if (!isAllowedSetting(name, types)) throw cannotModify(name, "");
     const bound = LOWER_ONLY[name];
     if (bound !== undefined) {
-      const limit = limits[bound];
+      const limit = bound(limits);
       if (!/^\d+$/.test(value) || Number(value) === 0 || Number(value) > limit) {
         throw cannotModify(name, `it may only be lowered here, to at most ${limit}`);
       }
@@ -253,6 +258,7 @@ export function limitSettings(limits: QueryLimits): Record<string, string | numb
     max_result_bytes: limits.maxResultBytes,
     result_overflow_mode: "throw",
     max_threads: limits.maxThreads,
+    ...AST_LIMITS,
     max_query_size: MAX_QUERY_BYTES,
     priority: QUERY_PRIORITY,
     // a bare word is no query, as on a server (chDB reads it as SELECT)

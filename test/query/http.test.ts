@@ -64,6 +64,31 @@ describe.skipIf(!embedded)("the query port's HTTP interface", () => {
     expect((await post("SELECT 1")).headers.get("x-clickhouse-query-id")).toMatch(/^[0-9a-f-]{36}$/);
   });
 
+  test("a query id loses its control characters, as on a server (a line break would end the header); a running one's is refused", async () => {
+    const broken = await post("SELECT 1", `?query_id=${encodeURIComponent("a\r\nX-Injected: 1\tb")}`);
+    expect([broken.status, await broken.text(), broken.headers.get("x-clickhouse-query-id")]).toEqual([
+      200,
+      "1\n",
+      "aX-Injected: 1b",
+    ]);
+    expect(broken.headers.get("x-injected")).toBeNull();
+    // sent as its UTF-8 bytes, as a server sends it
+    const wide = await post("SELECT 1", `?query_id=${encodeURIComponent("запрос-1")}`);
+    expect(Buffer.from(wide.headers.get("x-clickhouse-query-id")!, "latin1").toString("utf8")).toBe("запрос-1");
+    // two queries with one id: the second is refused while the first runs, as a server's process list does
+    const first = post("SELECT sleep(1)", "?query_id=twice");
+    await Bun.sleep(300);
+    const second = await post("SELECT 2", "?query_id=twice");
+    expect([second.status, second.headers.get("x-clickhouse-exception-code"), await second.text()]).toEqual([
+      500,
+      "216",
+      "Code: 216. DB::Exception: Query with id = twice is already running. (QUERY_WITH_SAME_ID_IS_ALREADY_RUNNING)\n",
+    ]);
+    expect(await (await first).text()).toBe("0\n");
+    const again = await post("SELECT 3", "?query_id=twice");
+    expect([again.status, await again.text()]).toEqual([200, "3\n"]);
+  });
+
   test("database and default_format as parameters and as headers; a FORMAT clause wins", async () => {
     const database = service.config.clickhouse.database;
     expect(await (await post("SELECT currentDatabase()", `?database=${database}`)).text()).toBe(`${database}\n`);
@@ -261,9 +286,12 @@ describe.skipIf(!embedded)("the query port's HTTP interface", () => {
       param_n: "\\N",
       param_t: "events",
       param_d: "2024-05-01 12:00:00",
+      param_m: "{'a':'b','it\\'s':'tab\\there'}",
+      param_mm: "{'k':{'x':[1,2]}}",
     });
+    // a read-only port: a Map was bound through a table function, which the engine refuses read-only
     const response = await post(
-      "SELECT {s:String} AS s, {a:Array(String)} AS a, {n:Nullable(UInt8)} AS n, (SELECT count() FROM {t:Identifier}) AS c, {d:DateTime} AS d, '{s:String}' AS literal FORMAT JSONEachRow",
+      "SELECT {s:String} AS s, {a:Array(String)} AS a, {n:Nullable(UInt8)} AS n, (SELECT count() FROM {t:Identifier}) AS c, {d:DateTime} AS d, '{s:String}' AS literal, {m:Map(String, String)} AS m, {mm:Map(String,Map(String,Array(UInt8)))} AS mm FORMAT JSONEachRow",
       `?${search}`,
     );
     expect(await response.json()).toEqual({
@@ -273,7 +301,17 @@ describe.skipIf(!embedded)("the query port's HTTP interface", () => {
       c: 5,
       d: "2024-05-01 12:00:00",
       literal: "{s:String}",
+      m: { a: "b", "it's": "tab\there" },
+      mm: { k: { x: [1, 2] } },
     });
+    // a value that is not one map is an error
+    for (const [value, code] of [
+      ["{'a':'b'},{'c':'d'}", "395"],
+      ["nonsense", "27"],
+    ]) {
+      const bad = await post("SELECT {m:Map(String,String)}", `?${new URLSearchParams({ param_m: value! })}`);
+      expect([value, bad.headers.get("x-clickhouse-exception-code")]).toEqual([value, code]);
+    }
     const missing = await post("SELECT {x:UInt8}");
     expect([missing.status, await missing.text()]).toEqual([
       500,

@@ -108,6 +108,7 @@ function hostile(out: ReturnType<typeof listeners>, outFile: string): [string, s
     ["SELECT 1 SETTINGS max_execution_time = 100000", "164"],
     ["SELECT 1 SETTINGS max_memory_usage = 0", "164"],
     ["SELECT * FROM (SELECT 1 SETTINGS max_threads = 100)", "164"],
+    ["SELECT 1 SETTINGS max_ast_elements = 100000000", "164"],
     // more than one statement, and syntax tricks
     ["SELECT 1; DROP TABLE events", "62"],
     ["SELECT 1; SELECT file('/etc/passwd')", "62"],
@@ -162,6 +163,15 @@ describe.skipIf(!embedded)("the query port, read-only", () => {
     expect(out.hits).toEqual({ http: 0, tcp: 0 });
   });
 
+  test("zeros() and format() are the engine's to refuse on a read-only session (READONLY); the others run", async () => {
+    for (const sql of ["SELECT * FROM zeros(1)", "SELECT * FROM format(CSV, 'a String', 'x')"]) {
+      expect([sql, (await post(sql)).headers.get("x-clickhouse-exception-code")]).toEqual([sql, "164"]);
+    }
+    const allowed =
+      "SELECT count() FROM numbers(2) AS a, values('b UInt8', 1) AS b, generate_series(1, 1) AS c, view(SELECT 1) AS d";
+    expect(await (await post(allowed)).text()).toBe("2\n");
+  });
+
   test("a backslash and an n in an identifier are no line break", async () => {
     const response = await post("SELECT 1 AS `a\\\\n b` FORMAT JSONEachRow"); // an escaped backslash, then n
     expect(await response.json()).toEqual({ "a\\n b": 1 });
@@ -189,12 +199,18 @@ describe.skipIf(!embedded)("the query port, read-only", () => {
       "format_template_row=/etc/passwd",
       "timeout_overflow_mode=whatever",
       "priority=1", // a query may not jump ahead of the write path
+      // a statement's syntax tree: the engine's defaults, lowered only (they could be raised to 1e8)
+      "max_ast_depth=100000000",
+      "max_ast_elements=100000000",
+      "max_expanded_ast_elements=100000000",
+      "max_ast_depth=0",
     ];
     for (const setting of refused) {
       const response = await post("SELECT 1", `?${setting}`);
       expect([setting, response.headers.get("x-clickhouse-exception-code")]).toEqual([setting, "164"]);
     }
-    for (const setting of ["readonly=1", "max_execution_time=5", "max_threads=1", "max_result_rows=10"]) {
+    const lowered = ["readonly=1", "max_execution_time=5", "max_threads=1", "max_result_rows=10", "max_ast_depth=500"];
+    for (const setting of lowered) {
       const response = await post("SELECT 1", `?${setting}`);
       expect([setting, response.status]).toEqual([setting, 200]);
     }
@@ -252,11 +268,16 @@ describe.skipIf(!embedded)("authentication", () => {
       { headers: { authorization: "Bearer s3cret" } },
       { headers: { "X-ClickHouse-User": "analyst" } },
       { headers: { ...basic("analyst", "s3cret"), "X-ClickHouse-Key": "s3cret" } }, // two ways at once
+      { headers: { authorization: `Basic ${btoa("s3cret")}` } }, // no colon: the password, maybe, alone
+      { headers: { authorization: `Basic ${btoa("analyst-s3cret")}` } },
+      { headers: basic("", "s3cret") },
     ];
     for (const init of attempts) {
       const response = await query(init);
       expect([response.status, response.headers.get("x-clickhouse-exception-code")]).toEqual([403, "516"]);
-      expect(await response.text()).toContain("(AUTHENTICATION_FAILED)");
+      const text = await response.text();
+      expect(text).toContain("(AUTHENTICATION_FAILED)");
+      expect(text).not.toContain("s3cret");
     }
     const denied = service.query!.answers.filter((answer) => answer.outcome === "unauthenticated");
     expect(denied.length).toBe(attempts.length);
@@ -332,6 +353,24 @@ describe.skipIf(!embedded)("the query port with writes allowed (QUERY_READONLY=0
     expect(wrong).toEqual([]);
     expect(out.hits).toEqual({ http: 0, tcp: 0 });
     expect(existsSync("/tmp/ingest-x.csv")).toBe(false);
+  });
+
+  test("CREATE DATABASE takes a comment and a FORMAT clause, as a server does; no other engine", async () => {
+    for (const sql of [
+      "CREATE DATABASE made FORMAT JSON",
+      "CREATE DATABASE IF NOT EXISTS made2 COMMENT 'for notes' FORMAT JSONEachRow",
+    ]) {
+      const response = await post(sql);
+      expect([sql, response.status, await response.text()]).toEqual([sql, 200, ""]);
+    }
+    const memory = await post("CREATE DATABASE made3 ENGINE = Memory FORMAT JSON");
+    expect(memory.headers.get("x-clickhouse-exception-code")).toBe("497");
+    for (const name of ["made", "made2"]) expect((await post(`DROP DATABASE ${name}`)).status).toBe(200);
+  });
+
+  test("with writes allowed, format() and zeros() run", async () => {
+    const response = await post("SELECT a, (SELECT count() FROM zeros(2)) FROM format(CSV, 'a String', 'x')");
+    expect([response.status, await response.text()]).toEqual([200, "x\t2\n"]);
   });
 
   test("a GET still cannot write", async () => {

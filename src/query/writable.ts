@@ -43,6 +43,16 @@ const DATA_COMMANDS = new Set([
   "COMMENT_COLUMN",
 ]);
 
+/**
+ * Retention's own DDL (`EVENTS_RETENTION_DAYS`, src/storage/retention.ts), as an instance that shares the service's
+ * database through the port sends it at its start: a TTL of whole days on `events` or `sessions`, or none, and the
+ * two settings it needs, as the engine prints them (each command in brackets). It drops old rows; it asks nothing of
+ * an insert.
+ */
+const RETENTION =
+  /^ALTER TABLE (?:[\w.]|`(?:[^`\\]|\\.)*`)+ \((?:MODIFY TTL toDate32\((?:timestamp|max_timestamp)\) \+ toIntervalDay\(\d+\)|REMOVE TTL|MODIFY SETTING (?:materialize_ttl_recalculate_only|ttl_only_drop_parts) = [01](?:, (?:materialize_ttl_recalculate_only|ttl_only_drop_parts) = [01])?)\)$/;
+const isRetention = (name: string, line: string) => (name === "events" || name === "sessions") && RETENTION.test(line);
+
 /** Refuses what a writable port may not do (see above); `line` is the statement's single-line print. */
 export function checkWritable(ast: AstNode, line: string, scope: WritableScope): void {
   if (someNode(ast, (node) => node.label.startsWith("Refresh strategy definition"))) {
@@ -72,7 +82,9 @@ export function checkWritable(ast: AstNode, line: string, scope: WritableScope):
       .find((child) => child.type === "ExpressionList")
       ?.children.map((command) => command.label.split(" ")[1] ?? "");
     const changed = commands?.find((command) => !DATA_COMMANDS.has(command));
-    if (name !== undefined && owned(database, name) && changed !== undefined) throw refuse(`${changed} of`, name);
+    if (name !== undefined && owned(database, name) && changed !== undefined && !isRetention(name, line)) {
+      throw refuse(`${changed} of`, name);
+    }
     if (commands?.includes("MODIFY_QUERY") && readsOwned()) throw materializedView();
   } else if (ast.type === "DropQuery") {
     if (/^DROP DATABASE /.test(line)) {

@@ -99,7 +99,8 @@ describe.skipIf(!embedded)("a writable port and the ingest path", () => {
       "ALTER TABLE events DROP COLUMN host",
       "ALTER TABLE events RENAME COLUMN host TO h",
       "ALTER TABLE events MODIFY TTL toDateTime(timestamp) + toIntervalSecond(throwIf(1))",
-      "ALTER TABLE sessions REMOVE TTL",
+      "ALTER TABLE sessions MODIFY TTL toDate32(max_timestamp) + toIntervalDay(throwIf(1))",
+      "ALTER TABLE events MODIFY SETTING ttl_only_drop_parts = 1, parts_to_throw_insert = 1",
       "ALTER TABLE events ADD INDEX boom throwIf(1) TYPE minmax",
       "ALTER TABLE person_distinct_ids MODIFY SETTING parts_to_throw_insert = 1",
       "ALTER TABLE events MODIFY ORDER BY (toDate(timestamp), event, cityHash64(distinct_id), cityHash64(uuid), host)",
@@ -126,6 +127,12 @@ describe.skipIf(!embedded)("a writable port and the ingest path", () => {
     // what still runs on them: rows in and out, comments
     for (const sql of [
       "ALTER TABLE events MODIFY COMMENT 'the events'",
+      // retention's own, as an instance sharing the database through the port sets it (EVENTS_RETENTION_DAYS)
+      "ALTER TABLE events MODIFY SETTING materialize_ttl_recalculate_only = 1, ttl_only_drop_parts = 1",
+      `ALTER TABLE ${db}.events MODIFY TTL toDate32(timestamp) + toIntervalDay(3651)`,
+      "ALTER TABLE sessions MODIFY TTL toDate32(max_timestamp) + toIntervalDay(3651)",
+      "ALTER TABLE events REMOVE TTL",
+      "ALTER TABLE sessions REMOVE TTL",
       "ALTER TABLE events DELETE WHERE event = 'nothing such'",
       "DELETE FROM events WHERE event = 'nothing such either'",
       "INSERT INTO own SELECT number, 'x' FROM numbers(3)",

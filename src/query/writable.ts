@@ -27,8 +27,10 @@ interface WritableScope {
 
 /**
  * ALTER commands a service's table takes: they change rows (mutations, bounded in mutations.ts; partitions) or
- * comments, never what an insert must satisfy. `DROP_PARTITION` is also `DETACH PARTITION` and `DROP PART`;
- * `REPLACE_PARTITION` is also `ATTACH PARTITION … FROM`.
+ * comments, or take away what an insert must satisfy (a constraint, an index, a projection or a TTL someone added:
+ * how an operator undoes one made before the port refused them), never add to it. `DROP_PARTITION` is also `DETACH
+ * PARTITION` and `DROP PART`; `REPLACE_PARTITION` is also `ATTACH PARTITION … FROM`; `DROP_INDEX` is also `CLEAR
+ * INDEX`.
  */
 const DATA_COMMANDS = new Set([
   "DELETE",
@@ -41,6 +43,11 @@ const DATA_COMMANDS = new Set([
   "MOVE_PARTITION",
   "MODIFY_COMMENT",
   "COMMENT_COLUMN",
+  "DROP_CONSTRAINT",
+  "DROP_INDEX",
+  "DROP_PROJECTION",
+  "DROP_STATISTICS",
+  "REMOVE_TTL",
 ]);
 
 /**

@@ -19,7 +19,7 @@ export const FLOORS: readonly Floor[] = [
   { folder: "contract", says: "the event model, /batch/ errors, JSON as read", uses: [] },
   { folder: "telemetry", says: "logs, metrics, observers and their types", uses: ["config", "contract"] },
   { folder: "engine", says: "chDB in this process: unpack, start, stdin, holder", uses: [] },
-  { folder: "storage", says: "the ClickHouse client, SQL literals, the schema", uses: ["config", "engine"] },
+  { folder: "storage", says: "the ClickHouse client, SQL literals, the schema, backups", uses: ["config", "engine"] },
   { folder: "identity", says: "distinct IDs to persons, from facts", uses: ["contract", "storage", "telemetry"] },
   {
     folder: "write",
@@ -42,7 +42,11 @@ export const FLOORS: readonly Floor[] = [
     says: "files of events: read, map, send",
     uses: ["capture", "config", "contract", "engine", "write"],
   },
-  { folder: "cli", says: "ingest query, ingest import", uses: ["config", "engine", "import", "query"] },
+  {
+    folder: "cli",
+    says: "ingest query, import, backup, restore",
+    uses: ["config", "engine", "import", "query", "storage"],
+  },
 ];
 
 const ROOT = resolve(import.meta.dir, "..");

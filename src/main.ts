@@ -3,7 +3,7 @@ import { parseArgs } from "node:util";
 import type { Server } from "bun";
 import pkg from "../package.json" with { type: "json" };
 import { openGeoIp, PendingBytes } from "./capture";
-import { importCommand, queryCommand } from "./cli";
+import { backupCommand, importCommand, queryCommand, restoreCommand } from "./cli";
 import { type Config, ConfigError, helpText, loadConfig, OperatorError, redacted } from "./config";
 import { ensureWorkerThreads, workerThreadsFor } from "./engine";
 import { serve, serveMetrics } from "./http";
@@ -16,12 +16,16 @@ const USAGE = `ingest ${pkg.version}: PostHog-style event batches into ClickHous
 Usage: ingest [--help | --version | --health-check]      the service; settings come from the environment:
        ingest query "SQL"                                 one query on its data (ingest query --help)
        ingest import FILE...                              events from files of JSON lines (ingest import --help)
+       ingest backup DEST                                 a copy of the stopped data (ingest backup --help)
+       ingest restore SRC                                 a backup into an empty data directory (ingest restore --help)
 `;
 
 /** The subcommands, by the word that names them: each takes the arguments after it and returns the exit status. */
 const COMMANDS = new Map<string, (args: readonly string[]) => Promise<number>>([
   ["query", queryCommand],
   ["import", importCommand],
+  ["backup", backupCommand],
+  ["restore", restoreCommand],
 ]);
 
 /** The service's own flags; it takes no other argument. */

@@ -132,8 +132,8 @@ describe("the service process", () => {
       stdout: "",
       stderr: `ingest: ${sentence} (see ingest --help)\n`,
     });
-    const [backup, inherited, prot, short, extra, badConfig, version, help] = await Promise.all([
-      run(["backup"]),
+    const [vacuum, inherited, prot, short, extra, badConfig, version, help] = await Promise.all([
+      run(["vacuum"]),
       run(["toString"]),
       run(["--prot", "9000"]),
       run(["-x"]),
@@ -142,7 +142,7 @@ describe("the service process", () => {
       run(["--version"]),
       run(["-h"]),
     ]);
-    expect(backup).toEqual(refused('unknown command "backup"'));
+    expect(vacuum).toEqual(refused('unknown command "vacuum"'));
     expect(inherited).toEqual(refused('unknown command "toString"'));
     expect(prot).toEqual(refused('unknown flag "--prot"'));
     expect(short).toEqual(refused('unknown flag "-x"'));

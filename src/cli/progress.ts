@@ -1,23 +1,42 @@
 import type { Progress } from "../import";
+import type { CopyProgress } from "../storage";
 
-/** How an import shows its progress: how often, what to write each time, and what to do at the end. */
-export interface ProgressView {
+/** How a command shows its progress: how often, what to write each time, and what to do at the end. */
+export interface ProgressView<P = Progress> {
   readonly everyMs: number;
-  show(progress: Progress): void;
+  show(progress: P): void;
   end(): void;
 }
 
 const BAR_WIDTH = 24;
 
 /**
- * On a terminal, one line redrawn in place: a bar of the bytes read of the files' size, events per second and the
- * time left. Elsewhere (a log, a pipe), one JSON line every few seconds, which a log collector can read.
+ * An import's: on a terminal, one line redrawn in place: a bar of the bytes read of the files' size, events per
+ * second and the time left. Elsewhere (a log, a pipe), one JSON line every few seconds, which a log collector can
+ * read.
  */
 export function progressView(stream: NodeJS.WriteStream = process.stderr): ProgressView {
+  return lineView(stream, progressLine, rounded);
+}
+
+/** A backup's or restore's, the same way: a bar of the bytes copied, the rate and the time left. */
+export function copyProgressView(stream: NodeJS.WriteStream = process.stderr): ProgressView<CopyProgress> {
+  return lineView(stream, copyLine, (progress) => ({ ...progress, seconds: Math.round(progress.seconds * 10) / 10 }));
+}
+
+/**
+ * `show` is called every `everyMs`: a view that writes each call on a terminal, and every call (fewer of them) to a
+ * log as JSON. The caller calls as often as `everyMs` says.
+ */
+function lineView<P>(
+  stream: NodeJS.WriteStream,
+  line: (progress: P) => string,
+  json: (progress: P) => P,
+): ProgressView<P> {
   if (!stream.isTTY) {
     return {
       everyMs: 5000,
-      show: (progress) => stream.write(`${JSON.stringify({ progress: rounded(progress) })}\n`),
+      show: (progress) => stream.write(`${JSON.stringify({ progress: json(progress) })}\n`),
       end: () => {},
     };
   }
@@ -26,12 +45,20 @@ export function progressView(stream: NodeJS.WriteStream = process.stderr): Progr
     everyMs: 250,
     show(progress) {
       shown = true;
-      stream.write(`\r${progressLine(progress)}\x1b[K`);
+      stream.write(`\r${line(progress)}\x1b[K`);
     },
     end() {
       if (shown) stream.write("\r\x1b[K");
     },
   };
+}
+
+/** `[#########---------------]  37%  412 MB of 1.1 GB  210 MB/s  0:03 left`. */
+export function copyLine(progress: CopyProgress): string {
+  const perSecond = progress.seconds > 0 ? progress.bytes / progress.seconds : 0;
+  const rate = `${bytes(perSecond)}/s`;
+  if (progress.totalBytes <= 0) return `${bytes(progress.bytes)} copied  ${rate}`;
+  return barLine(progress.bytes, progress.totalBytes, progress.seconds, rate);
 }
 
 /** `[#########---------------]  38%  412 MB of 1.1 GB  84,120 events/s  0:42 left`, shorter when the size is unknown. */
@@ -41,16 +68,22 @@ export function progressLine(progress: Progress): string {
   if (progress.bytesTotal === undefined || progress.bytesTotal === 0) {
     return `${bytes(progress.bytesRead)} read  ${rate}${rejected}`;
   }
-  const share = Math.min(1, progress.bytesRead / progress.bytesTotal);
+  return `${barLine(progress.bytesRead, progress.bytesTotal, progress.seconds, rate)}${rejected}`;
+}
+
+/** A bar of `done` bytes of `total`, the rate, and the time left at the pace so far. */
+function barLine(done: number, total: number, seconds: number, rate: string): string {
+  const share = Math.min(1, done / total);
   const filled = Math.round(share * BAR_WIDTH);
   const bar = `[${"#".repeat(filled)}${"-".repeat(BAR_WIDTH - filled)}]`;
   const percent = `${Math.floor(share * 100)}%`.padStart(4);
-  const perSecond = progress.bytesRead / progress.seconds;
-  const left = perSecond > 0 ? `  ${duration((progress.bytesTotal - progress.bytesRead) / perSecond)} left` : "";
-  return `${bar} ${percent}  ${bytes(progress.bytesRead)} of ${bytes(progress.bytesTotal)}  ${rate}${left}${rejected}`;
+  const perSecond = done / seconds;
+  const left = perSecond > 0 ? `  ${duration(Math.max(0, total - done) / perSecond)} left` : "";
+  return `${bar} ${percent}  ${bytes(done)} of ${bytes(total)}  ${rate}${left}`;
 }
 
-function bytes(count: number): string {
+/** 1.1 GB: decimal units, three figures. */
+export function bytes(count: number): string {
   const units = ["B", "KB", "MB", "GB", "TB"];
   let value = count;
   let unit = 0;

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { type Config, ConfigError, loadConfig } from "../config";
-import { heldBy } from "../engine";
+import { heldBy, incompleteRestore } from "../engine";
 import { QueryEngine, QueryError, queryEngineOptions } from "../query";
 import { failure, usageError } from "./output";
 
@@ -115,6 +115,8 @@ async function directly(query: Query, env: NodeJS.ProcessEnv): Promise<number> {
         "with the same QUERY_PORT (or QUERY_URL) and QUERY_PASSWORD.",
     );
   }
+  const incomplete = incompleteRestore(dataDir);
+  if (incomplete !== undefined) return failure(incomplete);
   const engine = await QueryEngine.open({ ...queryEngineOptions(config), concurrency: 1 });
   try {
     const running = await engine.run({

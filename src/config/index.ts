@@ -5,3 +5,4 @@ export { type ClickHouseConfig, type Config, loadConfig, redacted } from "./load
 export type { Env, Setting } from "./setting";
 export { ENV_NAMES, SETTINGS, type Settings } from "./settings";
 export { LEVELS, type Level } from "./telemetry";
+export { SERVICE_VERSION } from "./version";

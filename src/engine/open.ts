@@ -1,6 +1,7 @@
 import { existsSync, lstatSync, mkdirSync, readlinkSync, unlinkSync, writeFileSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import type { Session } from "chdb";
+import { incompleteRestore } from "./restore-marker";
 import { detachStdin } from "./stdin";
 import { prepareEmbeddedEngine } from "./unpack";
 
@@ -23,12 +24,16 @@ const EMPTY_DIR = "empty";
  * with the options of its first connection):
  * - the Overlay default database renamed (above);
  * - the paths the engine reads user files, schemas, scripts and libraries from, an empty folder of the service's.
+ * - with `backupsDir`, the one directory `BACKUP` and `RESTORE` may reach (`File('name')` is a name in it): set
+ *   only by `ingest backup` and `ingest restore`, so that the service's engine, which a writable query port reaches,
+ *   can write backups nowhere.
  * (chDB sets `allow_introspection_functions` and `implicit_select` on every query of every connection, whatever the
  * start-up options say: the query port turns them off on each of its sessions.)
  */
-function engineArguments(dataDir: string): string[] {
+function engineArguments(dataDir: string, backupsDir: string | undefined): string[] {
   const empty = join(resolve(dataDir), EMPTY_DIR);
   return [
+    ...(backupsDir === undefined ? [] : [`--backups.allowed_path=${resolve(backupsDir)}/`]),
     `--default_database=${OVERLAY_DATABASE}`,
     ...[
       "user_files_path",
@@ -41,25 +46,44 @@ function engineArguments(dataDir: string): string[] {
 }
 
 /** The engine's first connection, held for the life of the process so that its options stay in force. */
-let opened: { dataDir: string; anchor: Session } | undefined;
+let opened: { dataDir: string; anchor: Session; backupsDir: string | undefined } | undefined;
+
+/** What only `ingest backup` and `ingest restore` ask of the engine when they open it. */
+export interface EngineOpenOptions {
+  /** The directory BACKUP and RESTORE may use (`engineArguments`). */
+  readonly backupsDir?: string;
+  /** The caller is the restore that wrote the directory's marker: open it anyway. */
+  readonly restoring?: boolean;
+}
 
 /**
  * Opens the embedded engine on `dataDir`, once per process, with `engineArguments`: whatever uses the engine (the
- * write path, the query port, `ingest query`, the import) calls this before its first connection, and later
- * connections to the same directory share the engine it started. Returns chDB's `Session`.
+ * write path, the query port, `ingest query`, the import, backup and restore) calls this before its first
+ * connection, and later connections to the same directory share the engine it started. Returns chDB's `Session`.
+ * A directory an unfinished restore left is refused (restore-marker.ts), except to the restore itself.
  */
-export async function openEmbeddedEngine(dataDir: string, nativeCacheDir: string): Promise<SessionConstructor> {
+export async function openEmbeddedEngine(
+  dataDir: string,
+  nativeCacheDir: string,
+  options: EngineOpenOptions = {},
+): Promise<SessionConstructor> {
   await prepareEmbeddedEngine(nativeCacheDir); // the compiled executable unpacks its engine first
   detachStdin(); // the engine would take what waits on standard input for its inserts' data
   // chDB's ESM entry loads its CommonJS one at run time (createRequire), out of the compiled executable's reach;
   // a require here is bundled, and still runs only now, after the engine is unpacked.
   const { Session } = require("chdb") as typeof import("chdb");
   if (opened === undefined) {
+    const incomplete = options.restoring ? undefined : incompleteRestore(dataDir);
+    if (incomplete !== undefined) throw new Error(incomplete);
     mkdirSync(join(dataDir, EMPTY_DIR), { recursive: true });
     ensureDefaultDatabase(dataDir);
-    opened = { dataDir, anchor: new Session(dataDir, { connectionArgs: engineArguments(dataDir) }) };
+    const { backupsDir } = options;
+    const anchor = new Session(dataDir, { connectionArgs: engineArguments(dataDir, backupsDir) });
+    opened = { dataDir, anchor, backupsDir };
   } else if (resolve(opened.dataDir) !== resolve(dataDir)) {
     throw new Error(`the embedded engine is open on ${opened.dataDir}; one data directory per process`);
+  } else if (options.backupsDir !== undefined && options.backupsDir !== opened.backupsDir) {
+    throw new Error(`the embedded engine was opened without backups in ${options.backupsDir}`);
   }
   return Session;
 }

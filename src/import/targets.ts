@@ -1,6 +1,6 @@
 import { ingestAccepted } from "../capture";
 import type { Config } from "../config";
-import { heldBy } from "../engine";
+import { heldBy, incompleteRestore } from "../engine";
 import { Storage, storageOptions } from "../write";
 import { ImportError } from "./errors";
 import type { ImportEvent } from "./events";
@@ -19,6 +19,8 @@ export interface ImportTarget {
 export async function directTarget(config: Config): Promise<ImportTarget> {
   const held = config.clickhouse.kind === "embedded" ? heldBy(config.clickhouse.dataDir) : undefined;
   if (held !== undefined) throw new ImportError(`${held}: import through it with --url, or stop it first.`);
+  const incomplete = config.clickhouse.kind === "embedded" ? incompleteRestore(config.clickhouse.dataDir) : undefined;
+  if (incomplete !== undefined) throw new ImportError(incomplete);
   const storage = await Storage.open(storageOptions(config));
   return {
     async send(events) {

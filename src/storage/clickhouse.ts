@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { type ClickHouseClient, type ClickHouseClientConfigOptions, createClient } from "@clickhouse/client";
-import type { ClickHouseConfig } from "../config";
-import { openEmbeddedEngine } from "../engine";
+import { type ClickHouseConfig, OperatorError } from "../config";
+import { type EngineOpenOptions, incompleteRestore, openEmbeddedEngine } from "../engine";
 import { chunkByBytes, literalList, tableName } from "./sql";
 
 /**
@@ -64,17 +64,23 @@ export class ClickHouse {
     this.#insertSettings = backend === "server" ? INSERT_SETTINGS : {};
   }
 
-  /** Connects; chDB is loaded only here, in embedded mode, so a server deployment never loads the native engine. */
-  static async connect(config: ClickHouseConfig): Promise<ClickHouse> {
+  /**
+   * Connects; chDB is loaded only here, in embedded mode, so a server deployment never loads the native engine.
+   * `engine` is what backup and restore ask of the embedded engine (engine/open.ts).
+   */
+  static async connect(config: ClickHouseConfig, engine: EngineOpenOptions = {}): Promise<ClickHouse> {
     if (config.kind === "server") {
       const client = createClient({ url: config.url, username: config.user, password: config.password });
       return new ClickHouse(client, config.database, "server", config.cluster);
     }
+    // refused here, before the directory is touched, as the operator's error (one sentence, not a stack)
+    const incomplete = engine.restoring ? undefined : incompleteRestore(config.dataDir);
+    if (incomplete !== undefined) throw new OperatorError(incomplete);
     // chDB binds one data directory per process; connections to the same directory share the engine.
     mkdirSync(config.dataDir, { recursive: true });
     // The client declares the Connection contract from its own bundled copy of client-common, chDB from the
     // package; they are the same shape but TypeScript tells the copies apart.
-    await openEmbeddedEngine(config.dataDir, config.nativeCacheDir);
+    await openEmbeddedEngine(config.dataDir, config.nativeCacheDir, engine);
     const { createChdbConnection } = await import("chdb/connection");
     const connection = createChdbConnection({ path: config.dataDir }) as unknown as NonNullable<
       ClickHouseClientConfigOptions["connection"]

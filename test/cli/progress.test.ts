@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { progressLine, progressView } from "../../src/cli/progress";
+import { copyLine, progressLine, progressView } from "../../src/cli/progress";
 import type { Progress } from "../../src/import";
 
 // What a person watching an import sees: a bar on a terminal, JSON lines in a log.
@@ -63,5 +63,14 @@ describe("progressView", () => {
       },
     ]);
     expect(view.everyMs).toBe(5000);
+  });
+});
+
+describe("copyLine", () => {
+  test("a backup's or restore's bar: bytes copied of the database's, the rate, the time left", () => {
+    expect(copyLine({ bytes: 412_000_000, totalBytes: 1_100_000_000, files: 10, seconds: 2 })).toBe(
+      "[#########---------------]  37%  412 MB of 1.1 GB  206 MB/s  0:04 left",
+    );
+    expect(copyLine({ bytes: 5_300, totalBytes: 0, files: 1, seconds: 1 })).toBe("5.3 KB copied  5.3 KB/s");
   });
 });

@@ -1,0 +1,19 @@
+export { destinationProblem, isEmptyOrMissing, isWithin, syncTree, treeBytes } from "./files";
+export {
+  type Backup,
+  type BackupManifest,
+  backupChain,
+  compareVersions,
+  incompatibility,
+  MANIFEST,
+  readBackup,
+  type TableStats,
+} from "./manifest";
+export {
+  BackupFailed,
+  backupDatabase,
+  type CopyProgress,
+  restoreDatabase,
+  serverBackupStatements,
+  tableStats,
+} from "./sql";

@@ -1,0 +1,188 @@
+import { basename } from "node:path";
+import type { ClickHouse } from "../clickhouse";
+import { literal, quoteIdentifier } from "../sql";
+import { syncTree, treeBytes } from "./files";
+import { type BackupManifest, newManifest, readBackup, type TableStats, writeManifest } from "./manifest";
+
+/** How far a backup or restore has got: bytes of the database's parts copied, of about `totalBytes`. */
+export interface CopyProgress {
+  readonly bytes: number;
+  readonly totalBytes: number;
+  readonly files: number;
+  readonly seconds: number;
+}
+
+/** How often the engine is asked how a backup or restore is getting on. */
+const POLL_MS = 200;
+
+/** A backup or restore the engine reported failed, with the first line of its error (the rest is a stack). */
+export class BackupFailed extends Error {
+  override name = "BackupFailed";
+}
+
+/**
+ * Backs up every table and view of `db`'s database into the new directory `dest`, with the engine's own `BACKUP`
+ * (`File` in the directory the engine may use, which must be `dest`'s parent: engine/open.ts `backupsDir`), then
+ * syncs it and writes its manifest last (manifest.ts). With `base` (a backup beside `dest`), only the files the
+ * base does not hold are copied: every data part is immutable, so a part the base has is named, not copied.
+ *
+ * One statement for the whole database: the engine lists every table's parts before it copies any, so the copy is
+ * of one moment, however long the copying takes. On a stopped data directory that is exactly its state. A running
+ * service (through an admin door, later) must hold its flushes while the parts are listed, or the tables may be
+ * listed either side of a flush (docs/operations.md#backup-and-restore). `dest`, `base` and the database are
+ * checked by the caller (`destinationProblem`).
+ */
+export async function backupDatabase(
+  db: ClickHouse,
+  dest: string,
+  base?: string,
+  onProgress: (progress: CopyProgress) => void = () => {},
+): Promise<BackupManifest> {
+  const started = new Date();
+  const baseBackup = base === undefined ? undefined : readBackup(base);
+  if (typeof baseBackup === "string") throw new BackupFailed(baseBackup);
+  const tables = await tableStats(db);
+  const totalBytes = Object.values(tables).reduce((sum, table) => sum + table.bytes, 0);
+  const [engine] = await db.rows<{ version: string }>("SELECT version() AS version");
+  const on = base === undefined ? "" : ` SETTINGS base_backup = File(${literal(basename(base))})`;
+  const id = await untilDone(
+    db,
+    `BACKUP DATABASE ${quoteIdentifier(db.database)} TO File(${literal(basename(dest))})${on} ASYNC`,
+    "CREATING_BACKUP",
+    (row) => onProgress({ bytes: row.total_size, totalBytes, files: row.num_files, seconds: since(started) }),
+  );
+  syncTree(dest);
+  const manifest = newManifest({
+    engine: engine?.version ?? "unknown",
+    database: db.database,
+    id,
+    base: baseBackup === undefined ? null : { name: basename(baseBackup.dir), id: baseBackup.manifest.id },
+    started: started.toISOString(),
+    seconds: since(started),
+    tables,
+    bytes: treeBytes(dest),
+  });
+  writeManifest(dest, manifest);
+  return manifest;
+}
+
+/**
+ * Restores the backup `src` (and the chain of bases beside it, which the engine opens by their names) into `db`'s
+ * database, with the engine's `RESTORE` (`File` in `src`'s parent, the directory the engine may use). With
+ * `replace`, the database's tables and views are dropped first; otherwise the database must hold none. Returns the
+ * tables as restored. The caller checks `src` (`backupChain`, `incompatibility`) and makes the copy durable.
+ */
+export async function restoreDatabase(
+  db: ClickHouse,
+  src: string,
+  { replace = false, totalBytes = 0 }: { replace?: boolean; totalBytes?: number } = {},
+  onProgress: (progress: CopyProgress) => void = () => {},
+): Promise<Record<string, TableStats>> {
+  const started = new Date();
+  if (replace) await dropTables(db);
+  await untilDone(
+    db,
+    `RESTORE DATABASE ${quoteIdentifier(db.database)} FROM File(${literal(basename(src))}) ASYNC`,
+    "RESTORING",
+    (row) =>
+      onProgress({
+        bytes: row.bytes_read,
+        totalBytes: row.total_size || totalBytes,
+        files: row.files_read,
+        seconds: since(started),
+      }),
+  );
+  return tableStats(db);
+}
+
+/** Drops every table and view of the database, the views first (a materialized view writes into a table). */
+async function dropTables(db: ClickHouse): Promise<void> {
+  const tables = await db.rows<{ name: string }>(
+    `SELECT name FROM system.tables WHERE database = ${literal(db.database)} ORDER BY engine NOT LIKE '%View' , name`,
+  );
+  for (const { name } of tables) await db.command(`DROP TABLE IF EXISTS ${db.table(name)} SYNC`);
+}
+
+/** The rows and bytes of each table's active parts (a table with none: zero), by name. */
+export async function tableStats(db: ClickHouse): Promise<Record<string, TableStats>> {
+  const rows = await db.rows<{ name: string; rows: number | string; bytes: number | string }>(
+    `SELECT t.name AS name, sum(p.rows) AS rows, sum(p.bytes_on_disk) AS bytes
+     FROM system.tables AS t
+     LEFT JOIN (SELECT table, rows, bytes_on_disk FROM system.parts WHERE database = ${literal(db.database)} AND active) AS p
+       ON p.table = t.name
+     WHERE t.database = ${literal(db.database)} AND t.engine LIKE '%MergeTree'
+     GROUP BY t.name ORDER BY t.name`,
+  );
+  return Object.fromEntries(rows.map((row) => [row.name, { rows: Number(row.rows), bytes: Number(row.bytes) }]));
+}
+
+/** A row of `system.backups`, as far as it is read here. */
+interface BackupRow {
+  readonly status: string;
+  readonly error: string;
+  readonly num_files: number;
+  readonly total_size: number;
+  readonly files_read: number;
+  readonly bytes_read: number;
+}
+
+/**
+ * Runs `statement` (an `ASYNC` backup or restore) and follows it in `system.backups` until its status is no longer
+ * `running`, showing each row to `onRow`; returns its id, or throws `BackupFailed` with the engine's error.
+ */
+async function untilDone(
+  db: ClickHouse,
+  statement: string,
+  running: string,
+  onRow: (row: BackupRow) => void,
+): Promise<string> {
+  const [started] = await db.rows<{ id: string }>(statement);
+  if (started === undefined) throw new BackupFailed("the engine did not start it");
+  for (;;) {
+    const [raw] = await db.rows<Record<keyof BackupRow, string | number>>(
+      `SELECT status, error, num_files, total_size, files_read, bytes_read FROM system.backups WHERE id = ${literal(started.id)}`,
+    );
+    if (raw === undefined) throw new BackupFailed(`the engine lost track of ${started.id}`);
+    const row: BackupRow = {
+      status: String(raw.status),
+      error: String(raw.error),
+      num_files: Number(raw.num_files),
+      total_size: Number(raw.total_size),
+      files_read: Number(raw.files_read),
+      bytes_read: Number(raw.bytes_read),
+    };
+    onRow(row);
+    if (row.status.endsWith("FAILED")) throw new BackupFailed(firstLine(row.error));
+    if (row.status !== running) return started.id;
+    await Bun.sleep(POLL_MS);
+  }
+}
+
+/** The engine's error without its stack trace. */
+function firstLine(error: string): string {
+  return error.split(/, Stack trace|\n/)[0]!.trim();
+}
+
+function since(start: Date): number {
+  return (Date.now() - start.getTime()) / 1000;
+}
+
+/**
+ * With a ClickHouse server the data is the server's, and so are its backups: the statements that back up and
+ * restore this service's database there, to the `backups` disk its configuration must allow
+ * (`backups.allowed_disk`), as `name`, on `base` when given.
+ */
+export function serverBackupStatements(
+  database: string,
+  cluster: string | undefined,
+  name: string,
+  base?: string,
+): { backup: string; restore: string } {
+  const on = cluster === undefined ? "" : ` ON CLUSTER ${quoteIdentifier(cluster)}`;
+  const disk = (backup: string) => `Disk('backups', ${literal(backup)})`;
+  const settings = base === undefined ? "" : ` SETTINGS base_backup = ${disk(base)}`;
+  return {
+    backup: `BACKUP DATABASE ${quoteIdentifier(database)}${on} TO ${disk(name)}${settings}`,
+    restore: `RESTORE DATABASE ${quoteIdentifier(database)}${on} FROM ${disk(name)}`,
+  };
+}

@@ -1,0 +1,19 @@
+import { expect, test } from "bun:test";
+import { SCHEMA_VERSION, schemaObjects } from "../../src/storage/schema";
+
+// A backup records the schema version, and a restore refuses one newer than its own (storage/backup): the version
+// must move with the schema. Each version's statements, hashed: a change to a table or view fails here until
+// SCHEMA_VERSION is raised and its hash added.
+const HASHES: Record<number, string> = {
+  1: "6fb54545af2d70e140e44d0cfc150bb2e8f588de424769c476ad3ed0b2e6028c",
+};
+
+test("SCHEMA_VERSION names the schema as it is: raise it, and add its hash here, when a table or view changes", () => {
+  const statements = [false, true].flatMap((typedProperties) =>
+    [undefined, "cluster"].flatMap((cluster) =>
+      schemaObjects("db", cluster, { typedProperties }).map((object) => object.create),
+    ),
+  );
+  const hash = new Bun.CryptoHasher("sha256").update(statements.join("\n")).digest("hex");
+  expect({ version: SCHEMA_VERSION, hash }).toEqual({ version: SCHEMA_VERSION, hash: HASHES[SCHEMA_VERSION]! });
+});

@@ -259,6 +259,26 @@ describe.skipIf(!embedded)("ingest backup and restore", () => {
     await withService(target, async () => {});
   }, 180_000);
 
+  test("a damaged backup fails its restore (exit 1) rather than the first query that reads the damage", async () => {
+    const env = dataEnv();
+    await withService(env, (url) => ingestRound(url, 0));
+    const dest = join(scratchDir("ingest-backups-"), "full");
+    expect((await backup(env, dest)).code).toBe(0);
+    const part = readdirSync(join(dest, "data", env.CLICKHOUSE_DATABASE!, "events"))[0]!;
+    const file = join(dest, "data", env.CLICKHOUSE_DATABASE!, "events", part, "data.bin");
+    const bytes = readFileSync(file);
+    bytes[Math.floor(bytes.length / 2)]! ^= 0xff;
+    writeFileSync(file, bytes);
+    const target = dataEnv({
+      CLICKHOUSE_DATABASE: env.CLICKHOUSE_DATABASE!,
+      DATA_DIR: join(scratchDir("ingest-restored-"), "data"),
+    });
+    const restored = await restore(target, dest);
+    expect([restored.code, restored.stdout]).toEqual([1, ""]);
+    expect(restored.stderr).toContain("the restored events failed the engine's check of its parts");
+    expect(existsSync(join(target.DATA_DIR!, RESTORE_MARKER))).toBe(true);
+  }, 120_000);
+
   test("what cannot be backed up or restored is refused in one sentence, exit 2, and nothing is changed", async () => {
     const env = dataEnv();
     const backups = scratchDir("ingest-backups-");

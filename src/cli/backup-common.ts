@@ -25,7 +25,7 @@ type Options = NonNullable<Parameters<typeof parseArgs>[0]>["options"];
 
 /**
  * `args` as `options` and one path; or, for anything else, the refusal's exit status (the usage, when asked for:
- * 0). parseArgs' own errors are sentences already.
+ * 0).
  */
 export function commandArgs<O extends NonNullable<Options>>(
   command: string,
@@ -94,9 +94,9 @@ export function onServer(command: string, config: Config, path: string, base?: s
     `ingest ${command}: with CLICKHOUSE_URL the data is the server's; ${command === "backup" ? "back it up" : "restore it"} with the server's own ` +
       "statement (the server's configuration must allow the disk, backups.allowed_disk):\n" +
       `  ${command === "backup" ? backup : restore};\n` +
-      (command === "backup"
-        ? `  -- restore: ${restore};\n  -- incremental: add SETTINGS base_backup = Disk('backups', 'PREVIOUS')\n`
-        : "  -- into a database that does not exist yet, or holds none of these tables\n"),
+      (command === "restore"
+        ? "  -- into a database that does not exist yet, or holds none of these tables\n"
+        : `  -- restore: ${restore};\n${base === undefined ? "  -- incremental: add SETTINGS base_backup = Disk('backups', 'PREVIOUS')\n" : ""}`),
   );
   return 2;
 }

@@ -33,6 +33,8 @@ export async function backupCommand(args: readonly string[], env = process.env):
   const server = onServer("backup", config, dest, base);
   if (server >= 0 || config.clickhouse.kind !== "embedded") return server;
   const { dataDir, database } = config.clickhouse;
+  const held = dataDirProblem(dataDir);
+  if (held !== undefined) return refuse("backup", held);
   // the database's definition is there once a service or import has created it (engine/open.ts, schema/create.ts)
   if (!existsSync(join(dataDir, "metadata", `${database}.sql`))) {
     return refuse(
@@ -40,7 +42,7 @@ export async function backupCommand(args: readonly string[], env = process.env):
       `${dataDir} holds no database ${database} (CLICKHOUSE_DATABASE): there is nothing to back up`,
     );
   }
-  const problem = dataDirProblem(dataDir) ?? destinationProblem(dest, { base, dataDir, database });
+  const problem = destinationProblem(dest, { base, dataDir, database });
   if (problem !== undefined) return refuse("backup", problem);
 
   const existed = existsSync(dest); // and empty (destinationProblem)

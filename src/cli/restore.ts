@@ -1,3 +1,4 @@
+import { statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { incompleteRestore, markRestoring, unmarkRestoring } from "../engine";
 import {
@@ -48,13 +49,7 @@ export async function restoreCommand(args: readonly string[], env = process.env)
 
   const chain = backupChain(src);
   if (typeof chain === "string") return refuse("restore", chain);
-  const problem =
-    incompatibility(chain[0]!.manifest, src, database) ??
-    dataDirProblem(dataDir, true) ??
-    (isWithin(src, dataDir) || isWithin(dataDir, src)
-      ? `${src} and the data directory ${dataDir} must not be inside one another`
-      : undefined) ??
-    (force || isEmptyOrMissing(dataDir) ? undefined : notEmpty(dataDir, database));
+  const problem = incompatibility(chain[0]!.manifest, src, database) ?? targetProblem(dataDir, src, database, force);
   if (problem !== undefined) return refuse("restore", problem);
 
   const started = performance.now();
@@ -100,6 +95,20 @@ export async function restoreCommand(args: readonly string[], env = process.env)
   } finally {
     await db?.close();
   }
+}
+
+/**
+ * Why the backup cannot be restored into `dataDir`, if it cannot: a running service holds it, it is not a
+ * directory, the backup is inside it (or it inside the backup), or, without `force`, it holds something.
+ */
+function targetProblem(dataDir: string, src: string, database: string, force: boolean): string | undefined {
+  const held = dataDirProblem(dataDir, true);
+  if (held !== undefined) return held;
+  if (isWithin(src, dataDir) || isWithin(dataDir, src)) {
+    return `${src} and the data directory ${dataDir} must not be inside one another`;
+  }
+  if (statSync(dataDir, { throwIfNoEntry: false })?.isDirectory() === false) return `${dataDir} is not a directory`;
+  return force || isEmptyOrMissing(dataDir) ? undefined : notEmpty(dataDir, database);
 }
 
 /** The refusal of a data directory that holds something: what is there, and how to restore over it anyway. */

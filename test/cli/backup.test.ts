@@ -113,6 +113,7 @@ const restore = (env: Env, ...args: string[]) => runCommand(["restore", ...args]
 /** Every file under `dir` with its size and modification time: what "nothing changed" compares. */
 function listing(dir: string): string[] {
   if (!existsSync(dir)) return [];
+  if (statSync(dir).isFile()) return [`${statSync(dir).size} ${statSync(dir).mtimeMs}`];
   return readdirSync(dir, { recursive: true, encoding: "utf8" })
     .sort()
     .map((path) => {
@@ -372,6 +373,8 @@ describe.skipIf(!embedded)("ingest backup and restore", () => {
       [used, [full], "is not empty"],
       [env, [full], "is not empty"],
       [fresh(), ["--force"], "give the directory"],
+      [{ ...env, DATA_DIR: join(notEmpty, "notes.txt") }, ["--force", full], "is not a directory"],
+      [{ ...env, DATA_DIR: join(full, "data") }, ["--force", full], "must not be inside one another"],
     ];
     for (const [target, args, says] of restoreRefusals) {
       const before = listing(target.DATA_DIR!);

@@ -49,7 +49,8 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await db?.command(`DROP DATABASE IF EXISTS \`${db.database}\``);
+  // embedded, the engine's data directory is a scratch one (and its port keeps the service's own database)
+  if (process.env.CLICKHOUSE_URL) await db?.command(`DROP DATABASE IF EXISTS \`${db.database}\``);
   await db?.close();
   engine?.child.kill("SIGTERM");
   await engine?.child.exited;

@@ -63,3 +63,54 @@ export function cacheRead(cache: PersonCache, person: Component, stored: (id: st
   cachePerson(cache, person);
   return true;
 }
+
+/** Components of a flush's facts on the same cached persons, and whether those hold every other fact of theirs. */
+export interface CachedGroup {
+  readonly parts: Component[];
+  readonly cached: Set<Component>;
+  complete: boolean;
+  /** Whether the flush read any of it before its facts (`Prepared.read`). */
+  read: boolean;
+}
+
+/**
+ * A flush's components grouped by the cached persons their IDs are on (two that share one are one person's), each
+ * group complete if every ID is cached (in `persons`, or read by the flush) or certainly new: a sole writer derives a
+ * complete group with no read. A group of only new IDs has no cached person: its facts are all there are.
+ */
+export function groupByCachedPerson(
+  parts: readonly Component[],
+  read: ReadonlyMap<string, Component | "none">,
+  persons: PersonCache | undefined,
+): Set<CachedGroup> {
+  const groups = new Set<CachedGroup>();
+  const groupOf = new Map<Component, CachedGroup>();
+  for (const part of parts) {
+    const group: CachedGroup = { parts: [part], cached: new Set(), complete: true, read: false };
+    groups.add(group);
+    for (const id of part.members) {
+      const wasRead = read.get(id);
+      if (wasRead !== undefined && wasRead !== "none") group.read = true;
+      if (wasRead === "none") continue;
+      const person = wasRead ?? persons?.get(id);
+      if (person === undefined) {
+        group.complete = false;
+        continue;
+      }
+      const other = groupOf.get(person);
+      if (other !== undefined && other !== group) {
+        group.parts.push(...other.parts);
+        group.complete &&= other.complete;
+        group.read ||= other.read;
+        for (const joined of other.cached) {
+          group.cached.add(joined);
+          groupOf.set(joined, group);
+        }
+        groups.delete(other);
+      }
+      group.cached.add(person);
+      groupOf.set(person, group);
+    }
+  }
+  return groups;
+}

@@ -2,7 +2,15 @@ import type { CapturedEvent } from "../contract";
 import type { ClickHouse } from "../storage";
 import type { CacheObserver, Preloaded } from "../telemetry";
 import { ArrivalClock } from "./arrival-clock";
-import { cachePerson, cacheRead, type LinkCache, linkCache, type PersonCache, personCache } from "./cache";
+import {
+  cachePerson,
+  cacheRead,
+  groupByCachedPerson,
+  type LinkCache,
+  linkCache,
+  type PersonCache,
+  personCache,
+} from "./cache";
 import { Component } from "./component";
 import { components } from "./components";
 import { componentRows } from "./derive";
@@ -23,15 +31,6 @@ import {
 } from "./person-store";
 import type { IdentityOptions, Prepared, Repair, Resolution } from "./resolution";
 import { type DistinctIdRow, linkRow, type OverrideRow, type PersonRow } from "./rows";
-
-/** Components of a flush's facts on the same cached persons, and whether those hold every other fact of theirs. */
-interface CachedGroup {
-  readonly parts: Component[];
-  readonly cached: Set<Component>;
-  complete: boolean;
-  /** Whether the flush read any of it before its facts (`Prepared.read`). */
-  read: boolean;
-}
 
 /** The tables a derivation reads: written by every instance, on replicas that must have caught up first. */
 const IDENTITY_TABLES = ["identity_facts", "person_distinct_ids", "persons", "person_overrides"] as const;
@@ -173,7 +172,8 @@ export class IdentityResolver {
     const linkedBefore = new Map<Component, Component>();
     let readBefore = 0;
     const toRead = new Set<string>();
-    for (const { parts, cached, complete, read: wasRead } of this.#groupByCachedPerson(components(facts), read)) {
+    const groups = groupByCachedPerson(components(facts), read, this.#persons);
+    for (const { parts, cached, complete, read: wasRead } of groups) {
       if (!complete) {
         for (const part of parts) for (const id of part.members) toRead.add(id);
         continue;
@@ -230,44 +230,6 @@ export class IdentityResolver {
       ({ event }) => personOf.get(event.distinctId) ?? current.get(event.distinctId)!.personId,
     );
     return { personIds, persons, overrides, distinctIds, links, derived };
-  }
-
-  /**
-   * The flush's components grouped by the cached persons their IDs are on (two that share one are one person's),
-   * each group complete if every ID is cached or certainly new: a sole writer derives a complete group with no
-   * read. A group of only new IDs has no cached person: its facts are all there are.
-   */
-  #groupByCachedPerson(parts: readonly Component[], read: ReadonlyMap<string, Component | "none">): Set<CachedGroup> {
-    const groups = new Set<CachedGroup>();
-    const groupOf = new Map<Component, CachedGroup>();
-    for (const part of parts) {
-      const group: CachedGroup = { parts: [part], cached: new Set(), complete: true, read: false };
-      groups.add(group);
-      for (const id of part.members) {
-        const wasRead = read.get(id);
-        if (wasRead !== undefined && wasRead !== "none") group.read = true;
-        if (wasRead === "none") continue;
-        const person = wasRead ?? this.#persons?.get(id);
-        if (person === undefined) {
-          group.complete = false;
-          continue;
-        }
-        const other = groupOf.get(person);
-        if (other !== undefined && other !== group) {
-          group.parts.push(...other.parts);
-          group.complete &&= other.complete;
-          group.read ||= other.read;
-          for (const joined of other.cached) {
-            group.cached.add(joined);
-            groupOf.set(joined, group);
-          }
-          groups.delete(other);
-        }
-        group.cached.add(person);
-        groupOf.set(person, group);
-      }
-    }
-    return groups;
   }
 
   /**

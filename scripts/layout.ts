@@ -29,7 +29,7 @@ export const FLOORS: readonly Floor[] = [
   { folder: "capture", says: "a batch's head, payload and events checked", uses: ["config", "contract"] },
   {
     folder: "http",
-    says: "the listeners: /batch/, /health, CORS, /metrics",
+    says: "the listeners: /batch/, /health, CORS, /metrics, the admin door",
     uses: ["capture", "config", "contract", "telemetry"],
   },
   {
@@ -44,8 +44,8 @@ export const FLOORS: readonly Floor[] = [
   },
   {
     folder: "cli",
-    says: "ingest query, import, backup, restore",
-    uses: ["config", "engine", "import", "query", "storage"],
+    says: "ingest query, import, backup, restore, forget",
+    uses: ["config", "engine", "import", "query", "storage", "telemetry", "write"],
   },
 ];
 

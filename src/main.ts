@@ -3,12 +3,20 @@ import { parseArgs } from "node:util";
 import type { Server } from "bun";
 import pkg from "../package.json" with { type: "json" };
 import { openGeoIp, PendingBytes } from "./capture";
-import { backupCommand, importCommand, queryCommand, restoreCommand } from "./cli";
+import { backupCommand, forgetCommand, importCommand, queryCommand, restoreCommand } from "./cli";
 import { type Config, ConfigError, helpText, loadConfig, OperatorError, redacted } from "./config";
 import { ensureWorkerThreads, workerThreadsFor } from "./engine";
-import { serve, serveMetrics } from "./http";
+import { serve, serveAdmin, serveMetrics } from "./http";
 import { QueryEngine, queryEngineOptions, serveQuery } from "./query";
-import { describeError, Logger, Metrics, queryObserver, requestObserver, storageObserver } from "./telemetry";
+import {
+  adminObserver,
+  describeError,
+  Logger,
+  Metrics,
+  queryObserver,
+  requestObserver,
+  storageObserver,
+} from "./telemetry";
 import { Storage, storageOptions } from "./write";
 
 const USAGE = `ingest ${pkg.version}: PostHog-style event batches into ClickHouse.
@@ -18,6 +26,7 @@ Usage: ingest [--help | --version | --health-check]      the service; settings c
        ingest import FILE...                              events from files of JSON lines (ingest import --help)
        ingest backup DEST                                 a copy of the stopped data (ingest backup --help)
        ingest restore SRC                                 a backup into an empty data directory (ingest restore --help)
+       ingest forget DISTINCT_ID...                       erase persons and all their data (ingest forget --help)
 `;
 
 /** The subcommands, by the word that names them: each takes the arguments after it and returns the exit status. */
@@ -26,6 +35,7 @@ const COMMANDS = new Map<string, (args: readonly string[]) => Promise<number>>([
   ["import", importCommand],
   ["backup", backupCommand],
   ["restore", restoreCommand],
+  ["forget", forgetCommand],
 ]);
 
 /** The service's own flags; it takes no other argument. */
@@ -82,10 +92,16 @@ async function main(args: readonly string[]): Promise<void> {
     usage: () => storage.usage(),
     ...(engine && { runningQueries: () => engine.running }),
   });
+  const adminServer = serveAdmin(config, {
+    token: config.adminToken,
+    forget: (ids) => storage.forget(ids),
+    observer: adminObserver(log),
+  });
   log.info("started", {
     version: pkg.version,
     url: server.url.href,
     ...(queryServer && { query: queryServer.url.href }),
+    ...(adminServer && { admin: adminServer.url.href }),
     ...(metricsServer && { metrics: `${metricsServer.url.href}metrics` }),
     config: redacted(config),
   });
@@ -95,7 +111,8 @@ async function main(args: readonly string[]): Promise<void> {
     process.on(signal, () => {
       if (stopping) return;
       stopping = true;
-      void shutdown(signal, { config, log, server, queryServer, engine, metricsServer, storage }).then(() => exit(0));
+      const running = { config, log, server, queryServer, adminServer, engine, metricsServer, storage };
+      void shutdown(signal, running).then(() => exit(0));
     });
   }
 }
@@ -112,12 +129,13 @@ async function shutdown(
     log: Logger;
     server: Server<undefined>;
     queryServer: Server<undefined> | undefined;
+    adminServer: Server<undefined> | undefined;
     engine: QueryEngine | undefined;
     metricsServer: Server<undefined> | undefined;
     storage: Storage;
   },
 ): Promise<void> {
-  const { config, log, server, queryServer, engine, metricsServer, storage } = running;
+  const { config, log, server, queryServer, adminServer, engine, metricsServer, storage } = running;
   log.info("shutting down", { signal });
   const drained = await Promise.race([
     server.stop().then(() => true),
@@ -129,6 +147,8 @@ async function shutdown(
     });
     await server.stop(true);
   }
+  // A forget under way finishes (cut, it would leave the rest for a second run); no new one starts.
+  await adminServer?.stop();
   // Queries are cut at once: their clients retry against the next instance; ingest is what must finish.
   await queryServer?.stop(true);
   await engine?.close();

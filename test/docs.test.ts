@@ -98,7 +98,8 @@ describe("docs", () => {
   });
 
   test("the README stays a user's ten-minute read", () => {
-    expect(read("README.md").split("\n").length).toBeLessThanOrEqual(315);
+    // 315, and the two rows of ADMIN_PORT and ADMIN_TOKEN in the generated settings table
+    expect(read("README.md").split("\n").length).toBeLessThanOrEqual(317);
   });
 });
 

@@ -60,8 +60,16 @@ export function loadConfig(env: Env = process.env): Config {
   if (values.queryPort !== undefined && values.queryPassword === "") {
     problems.push("QUERY_PORT needs QUERY_PASSWORD: whoever reaches the port can read every event");
   }
-  const ports = [values.port, values.metricsPort, values.queryPort].filter((p) => typeof p === "number" && p !== 0);
-  if (new Set(ports).size !== ports.length) problems.push("PORT, METRICS_PORT and QUERY_PORT must differ");
+  if (values.adminPort !== undefined && values.adminToken === "") {
+    problems.push("ADMIN_PORT needs ADMIN_TOKEN: whoever reaches the port can erase persons");
+  }
+  if (values.adminPort !== undefined && values.clickhouseCluster !== undefined) {
+    problems.push("ADMIN_PORT serves ingest forget, which does not work on a cluster (CLICKHOUSE_CLUSTER) yet");
+  }
+  const ports = [values.port, values.metricsPort, values.queryPort, values.adminPort].filter(
+    (p) => typeof p === "number" && p !== 0,
+  );
+  if (new Set(ports).size !== ports.length) problems.push("PORT, METRICS_PORT, QUERY_PORT and ADMIN_PORT must differ");
   if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n${problems.map((p) => `  ${p}`).join("\n")}`);
 
   const {

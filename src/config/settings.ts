@@ -1,3 +1,4 @@
+import { ADMIN } from "./admin";
 import { CLICKHOUSE } from "./clickhouse";
 import { EVENTS } from "./events";
 import { IDENTITY } from "./identity";
@@ -12,7 +13,7 @@ import { TELEMETRY } from "./telemetry";
  * the README's configuration table are all derived from this table (docs/operations.md#configuration).
  *
  * Each topic declares its settings in a table of its own: ingest.ts (the listener and the writes), events.ts,
- * identity.ts, telemetry.ts, query-port.ts, clickhouse.ts (where the data goes). A new setting goes in its
+ * identity.ts, telemetry.ts, query-port.ts, admin.ts (the operator's door), clickhouse.ts (where the data goes). A new setting goes in its
  * topic's table.
  */
 
@@ -22,6 +23,7 @@ type Declared = typeof INGEST &
   typeof IDENTITY &
   typeof TELEMETRY &
   typeof QUERY_PORT &
+  typeof ADMIN &
   typeof CLICKHOUSE;
 
 /** In the order `--help` and the README list them, a topic at a time. A topic left out here fails to compile. */
@@ -31,6 +33,7 @@ export const SETTINGS = {
   ...IDENTITY,
   ...TELEMETRY,
   ...QUERY_PORT,
+  ...ADMIN,
   ...CLICKHOUSE,
 } as const satisfies Declared;
 

@@ -1,3 +1,4 @@
+export { type PersonsOf, personsOf } from "./erasure";
 export { stamped, type WrittenFact } from "./facts";
 export { deriveGroups, type GroupFactRow, type GroupRow, groupFactsOf } from "./groups";
 export { personIdFor } from "./person";

@@ -102,7 +102,8 @@ export class IdentityResolver {
   async prepare(events: readonly CapturedEvent[]): Promise<Prepared> {
     const intents = events.map((event) => personIntentOf(event, this.options));
     const wanted = namedIds(intents);
-    // A cached link is safe to take whoever else writes: a link only ever moves, it is never removed, so an ID
+    // A cached link is safe to take whoever else writes: a link only ever moves, it is never removed (but by
+    // `ingest forget`, which empties the cache of its own instance; another's serves it up to its TTL), so an ID
     // the cache holds has one. Which person it points at is settled by `resolve` for every ID whose event
     // changes anything; the others take it as the person of their event, up to the cache's TTL old.
     const known = new Map<string, Link>();
@@ -315,6 +316,20 @@ export class IdentityResolver {
       if (this.#complete) this.#unsure.add(id);
     }
     if (this.#unsure.size > MAX_UNSURE) this.#incomplete();
+  }
+
+  /**
+   * After `ingest forget` erased these IDs and everything of their persons: nothing cached of them may serve again,
+   * so their next event makes a new person from its own facts alone (a complete cache now rightly takes them for
+   * new). Other instances' caches hold their links up to `cacheTtlMs` (docs/operations.md#forgetting-persons).
+   */
+  forget(ids: Iterable<string>): void {
+    for (const id of ids) {
+      for (const member of this.#persons?.get(id)?.members ?? []) this.#persons?.delete(member);
+      this.#persons?.delete(id);
+      this.#links.delete(id);
+      this.#unsure.delete(id);
+    }
   }
 
   /** Sole writer: an ID on a personless link has no facts, as surely as a new one (what it caches is stored). */

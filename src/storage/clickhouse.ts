@@ -96,8 +96,14 @@ export class ClickHouse {
     return tableName(this.database, name);
   }
 
-  async command(query: string): Promise<void> {
-    await this.#settled(() => this.client.command({ query }));
+  /** Runs a statement; `settings` apply to it alone, as for `rows`. */
+  async command(query: string, settings: ClickHouseSettings = {}): Promise<void> {
+    const entries = Object.entries(settings);
+    await this.#settled(() =>
+      this.backend === "embedded" && entries.length > 0
+        ? this.client.command({ query: `${query} SETTINGS ${entries.map(([n, v]) => `${n} = ${v}`).join(", ")}` })
+        : this.client.command({ query, clickhouse_settings: settings }),
+    );
   }
 
   /**

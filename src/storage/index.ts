@@ -28,7 +28,7 @@ export {
   refusalOf,
 } from "./clickhouse";
 export { applyRetention, type RetentionChange } from "./retention";
-export { consistencyOf, createSchema, SchemaError, schemaObjects } from "./schema";
-export { literal, quoteIdentifier, tableName } from "./sql";
+export { consistencyOf, createSchema, SchemaError, schemaObjects, sessionsFrom } from "./schema";
+export { chunkByBytes, literal, literalList, quoteIdentifier, tableName } from "./sql";
 export { tuneEmbeddedEngine } from "./tuning";
 export { isDiskLow, readUsage, type StorageUsage } from "./usage";

@@ -1,3 +1,16 @@
+export {
+  type AdminObserver,
+  adminObserver,
+  FORGOTTEN_TABLES,
+  type Forget,
+  type ForgetOutcome,
+  type ForgetVia,
+  type Forgotten,
+  type ForgottenTable,
+  hashedId,
+  logForgotten,
+  unknownSentence,
+} from "./forget";
 export { describeError, Logger } from "./log";
 export { Metrics, type ScrapeSources, type Usage } from "./metrics";
 export {

@@ -1,1 +1,2 @@
+export { forgetDirectly } from "./forget";
 export { Storage, type StorageOptions, storageOptions } from "./storage";

@@ -42,6 +42,11 @@ export class PersonsOnEvents {
     });
   }
 
+  /** After `ingest forget`: these persons' properties must never be copied onto an event again. */
+  forget(personIds: Iterable<string>): void {
+    for (const id of personIds) this.#cache.delete(id);
+  }
+
   /**
    * The persons of `personIds` as of this flush. A personless event's person has no row: it gets `NO_PERSON`, and
    * is kept so (it gets a row, and the cache the row, in the flush that derives it).

@@ -1,6 +1,7 @@
 import { factsWrittenBetween, type IdentityResolver, latestFactWrite, type SweepCursor } from "../identity";
 import type { ClickHouse } from "../storage";
 import type { StorageObserver } from "../telemetry";
+import { Gate } from "./gate";
 
 /** Most distinct IDs one sweep re-derives, by default: the bound on a sweep's work (the rest waits for the next). */
 export const REPAIR_BATCH_IDS = 10_000;
@@ -49,6 +50,8 @@ export class RepairSweep {
     private readonly identity: IdentityResolver,
     private readonly options: RepairOptions,
     private readonly observer?: StorageObserver,
+    /** Shared with the flushes: a forget runs while no sweep does (`Storage.forget`). */
+    private readonly gate = new Gate(),
   ) {}
 
   /** The sweep at startup, from a little before the latest fact written up to now; then one every interval. */
@@ -58,7 +61,8 @@ export class RepairSweep {
     await this.#sweep(Date.now());
     if (this.options.intervalMs > 0) {
       this.#timer = setInterval(() => {
-        this.#running ??= this.#tick(Date.now() - SETTLE_MS)
+        this.#running ??= this.gate
+          .shared(() => this.#tick(Date.now() - SETTLE_MS))
           .catch((error: unknown) => this.observer?.repairFailed(error))
           .finally(() => {
             this.#running = undefined;

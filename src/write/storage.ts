@@ -20,8 +20,11 @@ import {
   type StorageUsage,
   tuneEmbeddedEngine,
 } from "../storage";
-import type { FlushPhases, IdentityRows, StorageObserver } from "../telemetry";
+import type { FlushPhases, ForgetOutcome, IdentityRows, StorageObserver } from "../telemetry";
 import { DISK_WATCH, DiskWatch } from "./disk-watch";
+import { planErasure } from "./erasure-plan";
+import { finishErasure, startErasure } from "./forget";
+import { Gate } from "./gate";
 import { GroupCommit } from "./group-commit";
 import { PersonsOnEvents } from "./persons-on-events";
 import { REPAIR_BATCH_IDS, RepairSweep } from "./repair";
@@ -96,6 +99,10 @@ export class Storage implements EventSink {
   readonly #commits: GroupCommit<CapturedEvent>;
   readonly #observer: StorageObserver | undefined;
   readonly #maxQueuedEvents: number;
+  /** Flushes and repair sweeps share it; a forget takes it alone (`forget`). */
+  readonly #gate = new Gate();
+  /** Forgets waiting for their events and sessions to be deleted, which `close` lets finish. */
+  readonly #finishing = new Set<Promise<unknown>>();
   /** The last flush's events insert, settled: the next one starts after it. */
   #eventsInserted: Promise<unknown> = Promise.resolve();
   #closed = false;
@@ -120,6 +127,7 @@ export class Storage implements EventSink {
         batchIds: options.repairBatchIds,
       },
       observer,
+      this.#gate,
     );
     this.#personsOnEvents = options.personsOnEvents
       ? new PersonsOnEvents(db, {
@@ -128,7 +136,7 @@ export class Storage implements EventSink {
         })
       : undefined;
     this.#disk = new DiskWatch(() => this.usage(), { ...DISK_WATCH, percent: options.diskWarnPercent }, observer);
-    this.#commits = new GroupCommit((events, release) => this.#write(events, release), {
+    this.#commits = new GroupCommit((events, release) => this.#gate.shared(() => this.#write(events, release)), {
       maxItems: options.maxFlushEvents,
       isolates: isDataError,
       lingerMs: options.flushLingerMs,
@@ -200,12 +208,44 @@ export class Storage implements EventSink {
     return readUsage(this.#db);
   }
 
-  /** Waits for every accepted write to finish, then disconnects. */
+  /**
+   * `ingest forget` through the running service (docs/operations.md#forgetting-persons): finds the persons of
+   * `distinctIds`, registers the deletes of their events and sessions and deletes their identity rows while no
+   * flush or repair sweep runs (they wait: ingest pauses that long), and drops what the caches hold of them, so
+   * that their next event makes a new person from its own facts alone. Then, flushes going on, waits for the
+   * events and sessions to be deleted.
+   */
+  async forget(distinctIds: readonly string[]): Promise<ForgetOutcome> {
+    const pending = await this.#gate.exclusive(async () => {
+      const started = performance.now();
+      const erasure = await planErasure(this.#db, distinctIds);
+      if ("unknown" in erasure) return erasure;
+      try {
+        return await startErasure(this.#db, erasure, started);
+      } finally {
+        // after a failure part-way too: a cached person may hold facts the table no longer has
+        this.#identity.forget(erasure.ids);
+        this.#personsOnEvents?.forget(erasure.personIds);
+      }
+    });
+    if ("unknown" in pending) return pending;
+    const finished = finishErasure(this.#db, pending);
+    this.#finishing.add(finished);
+    try {
+      return { forgotten: await finished };
+    } finally {
+      this.#finishing.delete(finished);
+    }
+  }
+
+  /** Waits for every accepted write (and a forget under way) to finish, then disconnects. */
   async close(): Promise<void> {
     this.#closed = true;
     this.#disk.stop();
     await this.#repairs.stop();
     await this.#commits.drain();
+    await this.#gate.exclusive(async () => {});
+    await Promise.allSettled(this.#finishing);
     if (this.#eventsDb !== this.#db) await this.#eventsDb.close();
     await this.#db.close();
   }

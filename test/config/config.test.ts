@@ -270,3 +270,45 @@ describe("the query port's settings", () => {
     expect(logged).toContain('"queryPort":8123');
   });
 });
+
+describe("the admin door's settings", () => {
+  const token = "0123456789abcdef-token";
+
+  test("off by default; ADMIN_PORT needs a token of 16 characters or more, and a port of its own", () => {
+    expect(loadConfig({})).toMatchObject({ adminPort: undefined, adminToken: "" });
+    expect(loadConfig({ ADMIN_PORT: "9000", ADMIN_TOKEN: token })).toMatchObject({
+      adminPort: 9000,
+      adminToken: token,
+    });
+    expect(() => loadConfig({ ADMIN_PORT: "9000" })).toThrow("ADMIN_PORT needs ADMIN_TOKEN");
+    expect(() => loadConfig({ ADMIN_PORT: "9000", ADMIN_TOKEN: "short" })).toThrow("ADMIN_TOKEN must be at least");
+    expect(() => loadConfig({ ADMIN_PORT: "8000", ADMIN_TOKEN: token })).toThrow(
+      "PORT, METRICS_PORT, QUERY_PORT and ADMIN_PORT must differ",
+    );
+    // with a server too; not on a cluster, which `ingest forget` does not reach yet
+    expect(loadConfig({ ADMIN_PORT: "9000", ADMIN_TOKEN: token, CLICKHOUSE_URL: "http://ch:8123" }).adminPort).toBe(
+      9000,
+    );
+    expect(() =>
+      loadConfig({
+        ADMIN_PORT: "9000",
+        ADMIN_TOKEN: token,
+        CLICKHOUSE_URL: "http://ch:8123",
+        CLICKHOUSE_CLUSTER: "analytics",
+      }),
+    ).toThrow("does not work on a cluster");
+  });
+
+  test("the token is never logged, nor shown by the error that refuses a short one", () => {
+    const logged = JSON.stringify(redacted(loadConfig({ ADMIN_PORT: "9000", ADMIN_TOKEN: token })));
+    expect(logged).not.toContain(token);
+    expect(logged).toContain('"adminPort":9000');
+    expect(() => loadConfig({ ADMIN_TOKEN: "secret-but-short" })).not.toThrow();
+    try {
+      loadConfig({ ADMIN_TOKEN: "hunter2" });
+      throw new Error("accepted");
+    } catch (error) {
+      expect((error as Error).message).not.toContain("hunter2");
+    }
+  });
+});

@@ -30,6 +30,8 @@ export interface Started {
   readonly query?: string;
   /** The metrics URL, when it serves them. */
   readonly metrics?: string;
+  /** The admin door's URL, when it has one. */
+  readonly admin?: string;
 }
 
 /** Every whole JSON line a service logged, parsed. */

@@ -1,5 +1,6 @@
 export { type RepairObserver, SchemaError } from "./check";
 export { consistencyOf } from "./cluster";
 export { createSchema } from "./create";
+export { sessionsFrom } from "./sessions";
 export { KEEPER_PATHS, onClusterClause, type SchemaObject, schemaObjects, TABLES } from "./tables";
 export { SCHEMA_VERSION } from "./version";

@@ -104,3 +104,12 @@ export const sessionsView = (events: string): string => `SELECT
     FROM ${events}
     WHERE session_id != ''
     GROUP BY session_id`;
+
+/**
+ * Sums up again, into `sessions`, the sessions of the events of `events` that `where` selects, as the view did when
+ * they were inserted. `ingest forget` deletes the rows of the sessions a person's events were in, then makes again
+ * those that other persons' events share, from those events alone (write/forget.ts).
+ */
+export const sessionsFrom = (sessions: string, events: string, where: string): string =>
+  `INSERT INTO ${sessions} (${Object.keys(SESSION_COLUMNS).join(", ")})
+    ${sessionsView(`(SELECT * FROM ${events} WHERE ${where})`)}`;

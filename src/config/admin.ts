@@ -1,0 +1,30 @@
+import { type } from "arktype";
+import { port } from "./parse";
+import { setting, type Topic } from "./setting";
+
+/** The shortest `ADMIN_TOKEN` taken: whoever holds it may erase persons, so it must not be guessable. */
+export const MIN_ADMIN_TOKEN_LENGTH = 16;
+
+/**
+ * The admin door: a listener of its own, on loopback only, for what an operator asks of the running service
+ * (`ingest forget`; src/http/admin.ts, docs/operations.md#forgetting-persons). Off unless both are set.
+ */
+export const ADMIN = {
+  adminPort: setting<number | undefined>({
+    env: "ADMIN_PORT",
+    parse: port,
+    default: undefined,
+    shownDefault: "off",
+    help: "Serve `POST /admin/forget` (`ingest forget` through the running service) on this port, on 127.0.0.1 only; needs `ADMIN_TOKEN`.",
+    backend: "any",
+  }),
+  adminToken: setting({
+    env: "ADMIN_TOKEN",
+    parse: type(`string >= ${MIN_ADMIN_TOKEN_LENGTH}`),
+    default: "",
+    shownDefault: "none",
+    help: `The bearer token the admin port requires, at least ${MIN_ADMIN_TOKEN_LENGTH} characters; \`ingest forget\` sends the same.`,
+    backend: "any",
+    redact: "omit",
+  }),
+} as const satisfies Topic;

@@ -122,3 +122,39 @@ test("an ID whose identity rows are gone but whose events are left (a forget fai
     await service.stop();
   }
 });
+
+test("a forget while the same ID keeps sending: what was stored before is gone, what came after is a new person's", async () => {
+  const service = await startService({ PUBLIC_API_KEYS: KEY, PERSONS_ON_EVENTS: "1" });
+  try {
+    await tell(service, STORY);
+    let sending = true;
+    let sent = 0;
+    const traffic = (async () => {
+      while (sending) {
+        const event = { event: "click", distinct_id: "f-user", properties: { $set: { n: ++sent } } };
+        expect((await send(service, { api_key: KEY, batch: [event] })).status).toBe(200);
+      }
+    })();
+    await Bun.sleep(200);
+    expect(await service.storage.forget(["f-user"])).toHaveProperty("forgotten");
+    await Bun.sleep(200);
+    sending = false;
+    await traffic;
+    // nothing they sent before is anywhere; the clicks after it are one new person's, and carry nothing older
+    const secrets = `multiSearchAny(properties, ['secret@example.com', 'Secret Name', 'anon-secret'])`;
+    expect(await count(service.db, "persons", secrets)).toBe(0);
+    expect(await count(service.db, "events", `${secrets} OR multiSearchAny(person_properties, ['secret'])`)).toBe(0);
+    expect(await count(service.db, "identity_facts", "distinct_id = 'f-anon'")).toBe(0);
+    const user = (await persons(service.db)).get(personIdFor("f-user"))!;
+    expect(Object.keys(user.properties)).toEqual(["n"]);
+    expect(user.properties.n).toBe(sent);
+    const kept = await service.db.rows<{ person: string; events: number | string }>(
+      `SELECT toString(person_id) AS person, count() AS events FROM ${service.db.table("events_resolved")}
+       WHERE distinct_id IN ('f-user', 'f-anon') GROUP BY person`,
+    );
+    expect(kept).toEqual([{ person: personIdFor("f-user"), events: expect.anything() }]);
+    expect(Number(kept[0]!.events)).toBeLessThan(sent);
+  } finally {
+    await service.stop();
+  }
+});

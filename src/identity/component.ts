@@ -5,6 +5,7 @@ import {
   type KeyState,
   type LocationState,
   latestWriteEarliestOnce,
+  objectIn,
   onceAfter,
   propertiesJsonOf,
 } from "./properties";
@@ -229,7 +230,7 @@ export class Component {
   /** Whether the latest location decides each of its keys: no `$set` or `$unset` of the key's own is later. */
   #locationDecides(set: string): boolean {
     const latest = this.#location!.write;
-    return Object.keys(JSON.parse(set) as object).every((key) => {
+    return Object.keys(objectIn(set)).every((key) => {
       const own = this.#properties.get(key)?.write;
       return own === undefined || compareTuples(own, latest) < 0;
     });

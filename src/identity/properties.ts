@@ -72,6 +72,21 @@ function foldOnces(a: KeyState, b: KeyState): Pick<KeyState, "floor" | "after"> 
   return { floor, after: compareTuples(y, x) < 0 ? y : x };
 }
 
+/**
+ * The object a location fact holds. The service writes only objects; a row that holds anything else (only a
+ * writable query port could insert one) says nothing, rather than failing every flush of its IDs for good.
+ */
+export function objectIn(text: string): Record<string, unknown> {
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === "object" && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : {};
+  } catch {
+    return {};
+  }
+}
+
 /** The key of the uuid of the event that created the person (PostHog's name). */
 export const CREATOR_KEY = "$creator_event_uuid";
 
@@ -86,7 +101,7 @@ function derivedKeys(location: LocationState | undefined, creator: FirstOnce | u
   }
   const { write, firstOnce } = location ?? {};
   if (write !== undefined && write[0] === 1) {
-    for (const [key, value] of Object.entries(JSON.parse(write[4]) as Record<string, unknown>)) {
+    for (const [key, value] of Object.entries(objectIn(write[4]))) {
       keys.set(key, {
         write: [1, write[1], write[2], 0, JSON.stringify(value)],
         firstOnce: NO_FIRST_ONCE,
@@ -95,7 +110,7 @@ function derivedKeys(location: LocationState | undefined, creator: FirstOnce | u
     }
   }
   if (firstOnce !== undefined && firstOnce[0] === 0) {
-    for (const [key, value] of Object.entries(JSON.parse(firstOnce[3]) as Record<string, unknown>)) {
+    for (const [key, value] of Object.entries(objectIn(firstOnce[3]))) {
       const once: FirstOnce = [0, firstOnce[1], firstOnce[2], JSON.stringify(value)];
       const state = keys.get(key);
       if (state === undefined) keys.set(key, { write: NO_WRITE, firstOnce: once, lastOnce: NO_LAST_ONCE });

@@ -198,6 +198,26 @@ describe.skipIf(!embedded)("a writable port and the ingest path", () => {
     expect((await post("DROP TABLE slow")).status).toBe(200);
   }, 30_000);
 
+  test("a location fact the service would never write (not an object), inserted through the port, fails no batch", async () => {
+    for (const [i, text] of ["not json", "[1, 2]", "42"].entries()) {
+      const id = `crafted-${i}`;
+      const row =
+        `('${id}', 'location', '', ('2026-01-01 00:00:00', 1), (1, '2026-01-01 00:00:00', 1, 0, '${text}'), ` +
+        `(0, '2026-01-01 00:00:00', 1, '${text}'), (0, '1970-01-01 00:00:00', 0, ''), 1, '2026-01-01 00:00:00')`;
+      const inserted = await post(
+        `INSERT INTO identity_facts (distinct_id, kind, name, at, last_write, first_once, last_once, writes, written_at) VALUES ${row}`,
+      );
+      expect([inserted.status, await inserted.text()]).toEqual([200, ""]);
+      const sent = await send(service, {
+        api_key: KEY,
+        batch: [{ event: "e", distinct_id: id, properties: { $set: { plan: "pro" }, $browser: "Firefox" } }],
+      });
+      expect([text, sent.status]).toEqual([text, 200]);
+    }
+    const stored = await count("SELECT count() FROM persons FINAL WHERE JSONExtractString(properties, 'plan') = 'pro'");
+    expect(stored).toBeGreaterThanOrEqual(3);
+  });
+
   test("a write the database refuses leaves nothing running: the port's next query is not held up", async () => {
     // an operator's own client, past the port (which refuses this): the table refuses every row
     await service.db.command(`ALTER TABLE ${service.db.table("events")} ADD CONSTRAINT refuse CHECK 0`);

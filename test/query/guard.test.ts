@@ -222,15 +222,14 @@ describe.skipIf(!embedded)("a writable port and the ingest path", () => {
     // an operator's own client, past the port (which refuses this): the table refuses every row
     await service.db.command(`ALTER TABLE ${service.db.table("events")} ADD CONSTRAINT refuse CHECK 0`);
     expect((await batch("refused")).status).toBe(503);
-    const started = performance.now();
-    const response = await post("SELECT 1");
-    expect([response.status, await response.text()]).toEqual([200, "1\n"]);
-    // a failed insert that chDB keeps listed held every query of the port about a second at each step: 5 s
-    expect(performance.now() - started).toBeLessThan(1000);
+    // a failed insert that chDB kept listed as running, at the write path's priority, held every query of the
+    // port back (seconds each): none is listed once the batch is answered
     const listed = await service.db.rows<{ query: string }>(
       "SELECT query FROM system.processes WHERE query LIKE 'INSERT%'",
     );
     expect(listed).toEqual([]);
+    const response = await post("SELECT 1");
+    expect([response.status, await response.text()]).toEqual([200, "1\n"]);
     // the port takes away what it would not have let in: how an operator undoes a constraint made before
     const dropped = await post("ALTER TABLE events DROP CONSTRAINT refuse");
     expect([dropped.status, await dropped.text()]).toEqual([200, ""]);

@@ -259,7 +259,8 @@ export function limitSettings(limits: QueryLimits): Record<string, string | numb
     result_overflow_mode: "throw",
     max_threads: limits.maxThreads,
     ...AST_LIMITS,
-    max_query_size: MAX_QUERY_BYTES,
+    // the port's check of a text quotes it twice (inspect.ts), and quoting can double a text's length
+    max_query_size: 4 * MAX_QUERY_BYTES + 64 * 1024,
     priority: QUERY_PRIORITY,
     // a bare word is no query, as on a server (chDB reads it as SELECT)
     implicit_select: 0,

@@ -159,6 +159,33 @@ describe.skipIf(!embedded)("a writable port and the ingest path", () => {
     expect(await events()).toBe(before + 1);
   }, 30_000);
 
+  test("on the service's own tables rows, comments and partitions still change, and what an insert must satisfy can be taken away", async () => {
+    expect((await batch("before")).status).toBe(200);
+    const before = await events();
+    for (const sql of [
+      "ALTER TABLE events COMMENT COLUMN host 'the host'",
+      "ALTER TABLE events DROP INDEX IF EXISTS nothing",
+      "ALTER TABLE events DROP PROJECTION IF EXISTS nothing",
+      "ALTER TABLE events DROP CONSTRAINT IF EXISTS nothing",
+      "ALTER TABLE events DROP PARTITION ID '190001'",
+      "ALTER TABLE events DETACH PARTITION ID '190001'",
+      "ALTER TABLE events APPLY DELETED MASK",
+      "TRUNCATE TABLE person_overrides",
+    ]) {
+      const response = await post(sql);
+      expect([sql, response.status, await response.text()]).toEqual([sql, 200, ""]);
+    }
+    // the engine drops detached parts only with allow_drop_detached, which the port's allowlist refuses
+    expect(
+      await refused(["ALTER TABLE events DROP DETACHED PARTITION ID '190001'"], "164", "?allow_drop_detached=1"),
+    ).toEqual([]);
+    const detached = await post("ALTER TABLE events DROP DETACHED PARTITION ID '190001'");
+    expect(detached.headers.get("x-clickhouse-exception-code")).not.toBe("497");
+    expect(await refused([`RENAME DATABASE \`${database()}\` TO moved`], "497")).toEqual([]);
+    expect((await batch("after")).status).toBe(200);
+    expect(await events()).toBe(before + 1);
+  });
+
   test("a mutation runs while its statement waits, within its time limit; one that fails or times out is killed", async () => {
     // four parts: the part a killed mutation is working on is finished first (some 3 s here)
     const create =

@@ -373,6 +373,67 @@ describe.skipIf(!embedded)("the query port with writes allowed (QUERY_READONLY=0
     expect([response.status, await response.text()]).toEqual([200, "x\t2\n"]);
   });
 
+  test("inserts binary formats; optimizes and updates; FETCH and live views refused; async_insert inserts at once", async () => {
+    const raw = (sql: string, body: ArrayBuffer) =>
+      service.query!.fetch(`/?query=${encodeURIComponent(sql)}`, { method: "POST", body });
+    expect((await post("CREATE TABLE bin (a UInt32, s String) ENGINE = MergeTree ORDER BY a")).status).toBe(200);
+    for (const format of ["Parquet", "RowBinary", "Native"]) {
+      const data = await (
+        await post(`SELECT toUInt32(number) AS a, toString(number) AS s FROM numbers(5) FORMAT ${format}`)
+      ).arrayBuffer();
+      const inserted = await raw(`INSERT INTO bin FORMAT ${format}`, data);
+      expect([format, inserted.status, JSON.parse(inserted.headers.get("x-clickhouse-summary")!).written_rows]).toEqual(
+        [format, 200, "5"],
+      );
+    }
+    expect(await (await post("SELECT count(), sum(a) FROM bin")).text()).toBe("15\t30\n");
+    expect((await post("OPTIMIZE TABLE bin FINAL")).status).toBe(200);
+    expect((await post("ALTER TABLE bin UPDATE s = 'u' WHERE a = 1")).status).toBe(200);
+    expect(await (await post("SELECT count() FROM bin WHERE s = 'u'")).text()).toBe("3\n");
+    const fetched = await post("ALTER TABLE bin FETCH PARTITION tuple() FROM '/clickhouse/tables/bin'");
+    expect(fetched.headers.get("x-clickhouse-exception-code")).toBe("497");
+    const live = await post("CREATE LIVE VIEW lv AS SELECT count() FROM bin");
+    expect(live.headers.get("x-clickhouse-exception-code")).toBe("62"); // the engine no longer has them
+    const ttl = await post("ALTER TABLE bin MODIFY TTL toDateTime(a) + toIntervalDay((SELECT 1))");
+    expect(ttl.status).not.toBe(200); // the engine refuses a subquery in a TTL
+    const queued = await post("INSERT INTO bin VALUES (100, 'x')", "?async_insert=1&wait_for_async_insert=0");
+    expect(queued.status).toBe(200);
+    expect(await (await post("SELECT count() FROM bin WHERE a = 100")).text()).toBe("1\n"); // not queued
+    expect((await post("DROP TABLE bin")).status).toBe(200);
+  });
+
+  test("system.query_log keeps an INSERT's text up to its data, its written rows, and an error while streaming", async () => {
+    expect((await post("CREATE TABLE logged (a UInt32, s String) ENGINE = Memory")).status).toBe(200);
+    const id = `insert-${crypto.randomUUID()}`;
+    const secret = `secret-${crypto.randomUUID()}`;
+    const sql = "INSERT INTO logged FORMAT JSONEachRow";
+    const inserted = await post(sql, `?query_id=${id}`, `${sql}\n{"a":1,"s":"${secret}"}\n{"a":2,"s":"x"}\n`);
+    expect(inserted.status).toBe(200);
+    const failed = `stream-${crypto.randomUUID()}`;
+    const streamed = await post("SELECT throwIf(number = 1500000) FROM numbers(3000000)", `?query_id=${failed}`);
+    expect([streamed.status, (await streamed.text()).includes("__exception__")]).toEqual([200, true]);
+    await Bun.sleep(1500); // the log is written about once a second
+    const log = await post(
+      `SELECT query_id = '${id}' AS insert, type, query, written_rows, exception_code FROM system.query_log WHERE query_id IN ('${id}', '${failed}') AND type != 'QueryStart' ORDER BY insert DESC FORMAT JSONEachRow`,
+    );
+    const rows = (await log.text())
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line));
+    expect(rows).toEqual([
+      { insert: 1, type: "QueryFinish", query: `${sql}\n`, written_rows: 2, exception_code: 0 },
+      {
+        insert: 0,
+        type: "ExceptionWhileProcessing",
+        query: "SELECT throwIf(number = 1500000) FROM numbers(3000000)",
+        written_rows: 0,
+        exception_code: 395,
+      },
+    ]);
+    expect(JSON.stringify(rows)).not.toContain(secret);
+    expect((await post("DROP TABLE logged")).status).toBe(200);
+  });
+
   test("a GET still cannot write", async () => {
     const response = await service.query!.fetch(
       `/?query=${encodeURIComponent("CREATE TABLE g (a UInt8) ENGINE = Memory")}`,

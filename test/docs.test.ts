@@ -97,6 +97,30 @@ describe("docs", () => {
     expect(documented.sort()).toEqual(ERROR_CODES.map((code) => [code, new IngestError(code, "").status]).sort());
   });
 
+  test("docs/query.md's table of where each claim is tested names tests that exist, and every section of the doc", () => {
+    const doc = read("docs/query.md");
+    const [body = "", mapping = ""] = doc.split(/^## Where each claim is tested$/m);
+    const sections = [...body.matchAll(/^#{1,3} (.+)$/gm)].map((m) => m[1]!);
+    const rows = [...mapping.matchAll(/^\| ([^|]+?) +\| (.+?) +\|$/gm)].map((m) => [m[1]!, m[2]!] as const).slice(2);
+    const missing: string[] = [];
+    for (const [, tests] of rows) {
+      // `file` "start of a test's name", "another"; `file2` …
+      for (const [, file, names] of tests.matchAll(/`([\w/-]+)` ((?:"[^"]+"(?:, )?)+)/g)) {
+        const text = read(`test/${file}.test.ts`);
+        const titles = [...text.matchAll(/\btest(?:\.\w+\((?:[^()]|\([^()]*\))*\))?\(\s*"((?:[^"\\]|\\.)*)"/g)].map(
+          (m) => m[1]!,
+        );
+        for (const [, name] of names!.matchAll(/"([^"]+)"/g)) {
+          if (!titles.some((title) => title.startsWith(name!))) missing.push(`${file}: ${name}`);
+        }
+      }
+    }
+    expect(missing).toEqual([]);
+    // every section but the threat and the layers (under "What the port refuses") has its row
+    const covered = new Set(rows.map(([section]) => section));
+    expect(sections.filter((section) => !covered.has(section))).toEqual(["The threat", "The layers"]);
+  });
+
   test("the README stays a user's ten-minute read", () => {
     // 315, and the two rows of ADMIN_PORT and ADMIN_TOKEN in the generated settings table
     expect(read("README.md").split("\n").length).toBeLessThanOrEqual(317);

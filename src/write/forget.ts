@@ -51,7 +51,8 @@ export async function startErasure(db: ClickHouse, erasure: Erasure, started = p
   const register = async (table: string, predicates: readonly Hashed[], statement = deletion) => {
     const registered: Mutation[] = [];
     for (const { where, marker } of predicates) {
-      await db.command(statement(db, table, where), { mutations_sync: 0 });
+      // the engine's default: registered, not waited for (a query port that makes statements wait makes this wait)
+      await db.command(statement(db, table, where));
       registered.push({ table, marker });
     }
     return registered;

@@ -17,14 +17,14 @@ import {
   requestObserver,
   storageObserver,
 } from "./telemetry";
-import { Storage, storageOptions } from "./write";
+import { Storage, serviceBackup, storageOptions } from "./write";
 
 const USAGE = `ingest ${pkg.version}: PostHog-style event batches into ClickHouse.
 
 Usage: ingest [--help | --version | --health-check]      the service; settings come from the environment:
        ingest query "SQL"                                 one query on its data (ingest query --help)
        ingest import FILE...                              events from files of JSON lines (ingest import --help)
-       ingest backup DEST                                 a copy of the stopped data (ingest backup --help)
+       ingest backup DEST                                 a copy of the data (ingest backup --help)
        ingest restore SRC                                 a backup into an empty data directory (ingest restore --help)
        ingest forget DISTINCT_ID...                       erase persons and all their data (ingest forget --help)
 `;
@@ -95,6 +95,7 @@ async function main(args: readonly string[]): Promise<void> {
   const adminServer = serveAdmin(config, {
     token: config.adminToken,
     forget: (ids) => storage.forget(ids),
+    backup: serviceBackup(config.clickhouse, config.backupDir, (dest, base) => storage.backup(dest, base)),
     observer: adminObserver(log),
   });
   log.info("started", {

@@ -1,3 +1,4 @@
+import { isAbsolute, relative } from "node:path";
 import { type } from "arktype";
 import type { CLICKHOUSE, Fsync } from "./clickhouse";
 import { ConfigError } from "./errors";
@@ -66,6 +67,10 @@ export function loadConfig(env: Env = process.env): Config {
   if (values.adminPort !== undefined && values.clickhouseCluster !== undefined) {
     problems.push("ADMIN_PORT serves ingest forget, which does not work on a cluster (CLICKHOUSE_CLUSTER) yet");
   }
+  const { backupDir, dataDir: data } = values as { backupDir?: string; dataDir?: string };
+  if (backupDir !== undefined && data !== undefined && (isWithin(backupDir, data) || isWithin(data, backupDir))) {
+    problems.push(`BACKUP_DIR (${backupDir}) and DATA_DIR (${data}) must not be inside one another`);
+  }
   const ports = [values.port, values.metricsPort, values.queryPort, values.adminPort].filter(
     (p) => typeof p === "number" && p !== 0,
   );
@@ -97,6 +102,12 @@ export function loadConfig(env: Env = process.env): Config {
             cluster: clickhouseCluster,
           },
   };
+}
+
+/** Whether `inner` is `outer` or inside it. */
+function isWithin(inner: string, outer: string): boolean {
+  const path = relative(outer, inner);
+  return path === "" || (!path.startsWith("..") && !isAbsolute(path));
 }
 
 const appliesTo = (setting: Setting<unknown>, backend: Backend): boolean =>

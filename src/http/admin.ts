@@ -1,22 +1,27 @@
 import { timingSafeEqual } from "node:crypto";
 import type { Server } from "bun";
 import { type Config, OperatorError } from "../config";
-import { type AdminObserver, type Forget, unknownSentence } from "../telemetry";
+import { type AdminObserver, type BackupThroughService, type Forget, unknownSentence } from "../telemetry";
+import { BACKUP_PATH, backupThroughDoor } from "./admin-backup";
 import { requestUrl } from "./body";
 
-/** What the admin door serves: one operation, `ingest forget`, for the holder of the token. */
+/** What the admin door serves: `ingest forget` and `ingest backup`, for the holder of the token. */
 export interface AdminApp {
   /** `ADMIN_TOKEN`: sent as `Authorization: Bearer …`. */
   readonly token: string;
   readonly forget: Forget;
+  /** `ingest backup` as the service makes it (write/backup.ts). */
+  readonly backup?: BackupThroughService;
   readonly observer?: AdminObserver;
 }
 
-/** The one path it serves. */
+/** The path that forgets (and BACKUP_PATH, admin-backup.ts). */
 export const FORGET_PATH = "/admin/forget";
 
 /** Most distinct IDs one request names: each forget pauses ingest, so a larger list is several requests. */
 export const MAX_FORGET_IDS = 10_000;
+
+const PATHS = new Set([FORGET_PATH, BACKUP_PATH]);
 
 /** Most body bytes: `MAX_FORGET_IDS` IDs of the 200 characters the columns keep, quoted. */
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
@@ -42,16 +47,19 @@ export function serveAdmin(config: Config, app: AdminApp): Server<undefined> | u
 /**
  * `POST /admin/forget` with `{"distinct_ids": [...]}` and the bearer token: 200 with what was removed; 401 without
  * the token; 400 for a body that is not such a list; 404 naming the IDs no person has (nothing is changed); 500
- * when the forget failed part-way (running it again finishes it). Other paths 404, other methods 405.
+ * when the forget failed part-way (running it again finishes it). `POST /admin/backup`: admin-backup.ts. Other
+ * paths 404, other methods 405.
  */
 export async function handleAdmin(request: Request, app: AdminApp): Promise<Response> {
-  if (requestUrl(request)?.pathname !== FORGET_PATH) return refused(app, 404, "Not found");
+  const path = requestUrl(request)?.pathname ?? "";
+  if (!PATHS.has(path)) return refused(app, 404, "Not found");
   if (request.method !== "POST") {
     return refused(app, 405, "Method not allowed; use POST", { Allow: "POST" });
   }
   if (!hasToken(request, app.token)) {
     return refused(app, 401, "A valid ADMIN_TOKEN is required", { "WWW-Authenticate": "Bearer" });
   }
+  if (path === BACKUP_PATH) return backup(app, await request.text().catch(() => ""));
   const ids = distinctIdsOf(await request.text().catch(() => ""));
   if (typeof ids === "string") return refused(app, 400, ids);
   try {
@@ -68,6 +76,18 @@ export async function handleAdmin(request: Request, app: AdminApp): Promise<Resp
     const sentence = error instanceof OperatorError ? error.message : "The forget failed part-way; run it again.";
     return answer(500, { status: "error", error: sentence });
   }
+}
+
+/** `POST /admin/backup` (admin-backup.ts), its outcome logged. */
+async function backup(app: AdminApp, body: string): Promise<Response> {
+  const outcome = await backupThroughDoor(app.backup, body);
+  if (outcome.status === 200) {
+    app.observer?.backedUp(outcome.summary);
+    return answer(200, { status: "ok", ...outcome.summary });
+  }
+  if (outcome.status === 500) app.observer?.backupFailed(outcome.cause);
+  else app.observer?.refused(outcome.status, outcome.error);
+  return answer(outcome.status, { status: "error", error: outcome.error });
 }
 
 /**

@@ -64,6 +64,9 @@ export interface AdminObserver {
   /** A request refused: its status and why, in words that name no ID (bad token, bad body, IDs no person has). */
   refused(status: number, reason: string): void;
   failed(error: unknown): void;
+  /** A backup made through the door: its summary (paths, rows, bytes, seconds, the pause). */
+  backedUp(summary: object): void;
+  backupFailed(error: unknown): void;
 }
 
 /**
@@ -78,5 +81,10 @@ export function adminObserver(log: Logger): AdminObserver {
       else log.info("admin request refused", { status, reason });
     },
     failed: (error) => log.error("forget failed: run it again to finish it", { cause: describeError(error) }),
+    backedUp(summary) {
+      const { tables: _tables, ...rest } = summary as { tables?: unknown };
+      log.info("backup made", rest);
+    },
+    backupFailed: (error) => log.error("backup failed, and made no backup", { cause: describeError(error) }),
   };
 }

@@ -1,3 +1,4 @@
+export type { BackupAnswer, BackupRequest, BackupThroughService } from "./backup";
 export {
   type AdminObserver,
   adminObserver,

@@ -1,2 +1,3 @@
+export { serviceBackup } from "./backup";
 export { forgetDirectly } from "./forget";
 export { Storage, type StorageOptions, storageOptions } from "./storage";

@@ -1,3 +1,4 @@
+import { mkdirSync } from "node:fs";
 import type { ClickHouseConfig, Config } from "../config";
 import type { CapturedEvent, EventSink } from "../contract";
 import { fail } from "../contract";
@@ -11,9 +12,12 @@ import {
 } from "../identity";
 import {
   applyRetention,
+  type BackupManifest,
+  backupDatabase,
   ClickHouse,
   consistencyOf,
   createSchema,
+  type Hold,
   isDataError,
   readUsage,
   refusalOf,
@@ -51,6 +55,8 @@ export interface StorageOptions {
   readonly diskWarnPercent: number;
   /** `PERSONS_ON_EVENTS`: each event's row carries its person's properties and creation time. */
   readonly personsOnEvents: boolean;
+  /** `BACKUP_DIR`: where the embedded engine may write backups (`backup`); none: nowhere. */
+  readonly backupDir?: string | undefined;
 }
 
 /**
@@ -70,6 +76,7 @@ export function storageOptions(config: Config): StorageOptions {
     retentionDays: config.eventsRetentionDays,
     diskWarnPercent: config.diskWarnPercent,
     personsOnEvents: config.personsOnEvents,
+    backupDir: config.backupDir,
     identity: {
       soleWriter: config.clickhouse.kind === "embedded" && (config.queryPort === undefined || config.queryReadonly),
       cacheTtlMs: config.linkCacheTtlMs,
@@ -149,7 +156,9 @@ export class Storage implements EventSink {
    * repairs and what the retention changed.
    */
   static async open(options: StorageOptions, observer?: StorageObserver): Promise<Storage> {
-    const db = await ClickHouse.connect(options.clickhouse);
+    const { backupDir } = options;
+    if (backupDir !== undefined) mkdirSync(backupDir, { recursive: true });
+    const db = await ClickHouse.connect(options.clickhouse, backupDir === undefined ? {} : { backupsDir: backupDir });
     let eventsDb = db;
     try {
       await createSchema(db, observer?.schemaRepaired, { typedProperties: options.typedProperties });
@@ -236,6 +245,26 @@ export class Storage implements EventSink {
     } finally {
       this.#finishing.delete(finished);
     }
+  }
+
+  /**
+   * `ingest backup` through the running service (docs/operations.md#backup-and-restore): the database into `dest`,
+   * directly in `BACKUP_DIR`, with flushes and repair sweeps held while the engine's BACKUP runs (ingest pauses that
+   * long), so that every table is copied as of one moment between flushes. `paused`: seconds from asking for the
+   * hold (flushes under way finish first, none starts) to its release.
+   */
+  async backup(dest: string, base: string | undefined): Promise<{ manifest: BackupManifest; paused: number }> {
+    let paused = 0;
+    const hold: Hold = async (copy) => {
+      const asked = performance.now();
+      try {
+        return await this.#gate.exclusive(copy);
+      } finally {
+        paused = (performance.now() - asked) / 1000;
+      }
+    };
+    const manifest = await backupDatabase(this.#db, dest, base, undefined, hold);
+    return { manifest, paused };
   }
 
   /** Waits for every accepted write (and a forget under way) to finish, then disconnects. */

@@ -1,4 +1,5 @@
 export { destinationProblem, isEmptyOrMissing, isWithin, syncTree, treeBytes } from "./files";
+export { type BackupSummary, backupSummary, intoDestination } from "./made";
 export {
   type Backup,
   type BackupManifest,
@@ -13,6 +14,7 @@ export {
   BackupFailed,
   backupDatabase,
   type CopyProgress,
+  type Hold,
   restoreDatabase,
   serverBackupStatements,
   tableStats,

@@ -20,6 +20,9 @@ export class BackupFailed extends Error {
   override name = "BackupFailed";
 }
 
+/** Runs the copy with the database's writers held (a running service's flushes), and returns what it returns. */
+export type Hold = <T>(copy: () => Promise<T>) => Promise<T>;
+
 /**
  * Backs up every table and view of `db`'s database into the new directory `dest`, with the engine's own `BACKUP`
  * (`File` in the directory the engine may use, which must be `dest`'s parent: engine/open.ts `backupsDir`), then
@@ -28,29 +31,33 @@ export class BackupFailed extends Error {
  *
  * One statement for the whole database: the engine lists every table's parts before it copies any, so the copy is
  * of one moment, however long the copying takes. On a stopped data directory that is exactly its state. A running
- * service (through an admin door, later) must hold its flushes while the parts are listed, or the tables may be
- * listed either side of a flush (docs/operations.md#backup-and-restore). `dest`, `base` and the database are
- * checked by the caller (`destinationProblem`).
+ * service passes `hold`, which holds its flushes while the tables are measured and the statement runs, or the
+ * tables may be listed either side of a flush (docs/operations.md#backup-and-restore). `dest`, `base` and the
+ * database are checked by the caller (`destinationProblem`).
  */
 export async function backupDatabase(
   db: ClickHouse,
   dest: string,
   base?: string,
   onProgress: (progress: CopyProgress) => void = () => {},
+  hold: Hold = (copy) => copy(),
 ): Promise<BackupManifest> {
   const started = new Date();
   const baseBackup = base === undefined ? undefined : readBackup(base);
   if (typeof baseBackup === "string") throw new BackupFailed(baseBackup);
-  const tables = await tableStats(db);
-  const totalBytes = Object.values(tables).reduce((sum, table) => sum + table.bytes, 0);
   const [engine] = await db.rows<{ version: string }>("SELECT version() AS version");
   const on = base === undefined ? "" : ` SETTINGS base_backup = File(${literal(basename(base))})`;
-  const id = await untilDone(
-    db,
-    `BACKUP DATABASE ${quoteIdentifier(db.database)} TO File(${literal(basename(dest))})${on} ASYNC`,
-    "CREATING_BACKUP",
-    (row) => onProgress({ bytes: row.total_size, totalBytes, files: row.num_files, seconds: since(started) }),
-  );
+  const { tables, id } = await hold(async () => {
+    const tables = await tableStats(db);
+    const totalBytes = Object.values(tables).reduce((sum, table) => sum + table.bytes, 0);
+    const id = await untilDone(
+      db,
+      `BACKUP DATABASE ${quoteIdentifier(db.database)} TO File(${literal(basename(dest))})${on} ASYNC`,
+      "CREATING_BACKUP",
+      (row) => onProgress({ bytes: row.total_size, totalBytes, files: row.num_files, seconds: since(started) }),
+    );
+    return { tables, id };
+  });
   syncTree(dest);
   const manifest = newManifest({
     engine: engine?.version ?? "unknown",

@@ -1,0 +1,225 @@
+import { describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { logEntries, processEnv, queryRows, type RunningService, runCommand, startProcess } from "../helpers/process";
+import { scratchDir } from "../helpers/scratch";
+
+// `ingest backup` through a running service's admin door, while clients keep sending: real processes, real HTTP,
+// the real engine. What was acknowledged before a backup began is in it, once; its persons and links agree with
+// its facts (a service started on the restored copy finds nothing to repair).
+
+const embedded = !process.env.CLICKHOUSE_URL;
+const KEY = "key-1";
+const TOKEN = "backup-door-token-0123456789";
+const SENDERS = 4;
+const BATCH = 50;
+
+type Env = Record<string, string>;
+
+const backup = (env: Env, ...args: string[]) => runCommand(["backup", ...args], env);
+const restore = (env: Env, ...args: string[]) => runCommand(["restore", ...args], env);
+
+async function stop(service: RunningService): Promise<void> {
+  service.child.kill("SIGTERM");
+  expect(await service.child.exited).toBe(0);
+}
+
+/** What the senders were told: each batch's uuids and when its 200 came; the longest wait for one. */
+interface Sent {
+  readonly acked: { uuids: string[]; at: number }[];
+  slowestMs: number;
+  stopped: boolean;
+}
+
+/**
+ * One client sending batches one after another until told to stop: page views of its visitors, and in every batch
+ * two of them identified (a person's first link, or a merge of two persons). A batch refused as busy is sent again.
+ */
+async function sender(url: string, client: number, sent: Sent): Promise<void> {
+  for (let round = 0; !sent.stopped; round++) {
+    const at = new Date().toISOString();
+    const batch: Record<string, unknown>[] = Array.from({ length: BATCH - 2 }, (_, i) => ({
+      event: "$pageview",
+      uuid: crypto.randomUUID(),
+      distinct_id: `anon-${client}-${(round * 7 + i) % 40}`,
+      timestamp: at,
+      properties: { $session_id: `s-${client}-${i % 5}`, $set_once: { first: round } },
+    }));
+    for (const k of [round % 40, (round + 13) % 40]) {
+      batch.push({
+        event: "$identify",
+        uuid: crypto.randomUUID(),
+        distinct_id: `user-${client}-${k % 25}`,
+        timestamp: at,
+        properties: { $anon_distinct_id: `anon-${client}-${k}`, $set: { round } },
+      });
+    }
+    for (;;) {
+      const started = performance.now();
+      const response = await fetch(`${url}/batch/`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ api_key: KEY, batch }),
+      });
+      await response.arrayBuffer();
+      sent.slowestMs = Math.max(sent.slowestMs, performance.now() - started);
+      if (response.status === 200) break;
+      expect(response.status).toBe(503);
+      await Bun.sleep(50);
+    }
+    sent.acked.push({ uuids: batch.map((event) => event.uuid as string), at: Date.now() });
+  }
+}
+
+const ackedBefore = (sent: Sent, moment: number) => sent.acked.filter((b) => b.at < moment).flatMap((b) => b.uuids);
+
+async function untilAcked(sent: Sent, events: number): Promise<void> {
+  while (sent.acked.length * BATCH < events) await Bun.sleep(50);
+}
+
+/**
+ * A restored directory checked: every event acknowledged before its backup began, once; every distinct ID of an
+ * event or a fact linked, every link to a stored person; and a service started on it repairs nothing.
+ */
+async function expectRestored(env: Env, before: readonly string[], all: ReadonlySet<string>): Promise<number> {
+  const counted = await queryRows<{ uuid: string; n: number | string }>(
+    env,
+    "SELECT toString(uuid) AS uuid, count() AS n FROM {db}.events FINAL GROUP BY uuid",
+  );
+  const stored = new Map(counted.map((row) => [row.uuid, Number(row.n)]));
+  const missing = before.filter((uuid) => stored.get(uuid) !== 1);
+  expect(missing).toEqual([]);
+  expect(counted.filter((row) => Number(row.n) !== 1 || !all.has(row.uuid))).toEqual([]);
+  const [loose] = await queryRows<Record<string, number | string>>(
+    env,
+    `WITH links AS (SELECT distinct_id, person_id FROM {db}.person_distinct_ids FINAL WHERE is_deleted = 0)
+     SELECT
+       (SELECT count() FROM (SELECT DISTINCT distinct_id FROM {db}.events) WHERE distinct_id NOT IN (SELECT distinct_id FROM links)) AS unlinked_events,
+       (SELECT count() FROM (SELECT DISTINCT distinct_id FROM {db}.identity_facts) WHERE distinct_id NOT IN (SELECT distinct_id FROM links)) AS unlinked_facts,
+       (SELECT count() FROM links WHERE person_id NOT IN (SELECT id FROM {db}.persons FINAL WHERE is_deleted = 0)) AS links_to_no_person,
+       (SELECT count() FROM links) AS links`,
+  );
+  expect({ ...loose, links: Number(loose!.links) > 0 }).toEqual({
+    unlinked_events: 0,
+    unlinked_facts: 0,
+    links_to_no_person: 0,
+    links: true,
+  } as never);
+  // the startup repair runs before the service says it started
+  const service = await startProcess(env);
+  service.child.kill("SIGTERM");
+  await service.child.exited;
+  expect(logEntries(service.output()).filter((line) => line.level !== "info" && line.level !== "debug")).toEqual([]);
+  return stored.size;
+}
+
+describe.skipIf(!embedded)("ingest backup through a running service's admin door", () => {
+  test("backed up and incrementally backed up mid-load: each restores every event acknowledged before it, once, with persons and links consistent", async () => {
+    const backups = join(scratchDir("ingest-door-backups-"), "backups");
+    const env = processEnv({ PUBLIC_API_KEYS: KEY, ADMIN_PORT: "0", ADMIN_TOKEN: TOKEN, BACKUP_DIR: backups });
+    const service = await startProcess(env);
+    const sent: Sent = { acked: [], slowestMs: 0, stopped: false };
+    const senders = Array.from({ length: SENDERS }, (_, client) => sender(service.url, client, sent));
+    const client = { PATH: env.PATH!, ADMIN_URL: service.started.admin!, ADMIN_TOKEN: TOKEN };
+    const full = join(backups, "full");
+    const next = join(backups, "next");
+    let fullAt = 0;
+    let nextAt = 0;
+    try {
+      expect(existsSync(backups)).toBe(true); // the service made it
+      await untilAcked(sent, 3000);
+      fullAt = Date.now();
+      sent.slowestMs = 0;
+      const made = await backup(client, full);
+      expect([made.code, made.stderr]).toEqual([0, ""]);
+      const summary = JSON.parse(made.stdout);
+      expect(summary).toMatchObject({ backup: full, base: null, via: "service" });
+      const during = sent.acked.filter((b) => b.at >= fullAt).length;
+      console.log(
+        `full backup through the door: ${summary.rows} rows, ${summary.seconds} s, ingest paused ${summary.paused} s; ` +
+          `slowest batch meanwhile ${Math.round(sent.slowestMs)} ms, ${during} batches acknowledged meanwhile`,
+      );
+      expect(summary.paused).toBeGreaterThan(0);
+      expect(summary.paused).toBeLessThanOrEqual(summary.seconds);
+
+      await untilAcked(sent, sent.acked.length * BATCH + 2000);
+      nextAt = Date.now();
+      const incremental = await backup(client, "--base", full, next);
+      expect([incremental.code, incremental.stderr]).toEqual([0, ""]);
+      const nextSummary = JSON.parse(incremental.stdout);
+      expect(nextSummary).toMatchObject({ backup: next, base: full, via: "service" });
+      await untilAcked(sent, sent.acked.length * BATCH + 500);
+    } finally {
+      sent.stopped = true;
+      await Promise.all(senders);
+      await stop(service);
+    }
+    const all = new Set(sent.acked.flatMap((b) => b.uuids));
+
+    const restored = processEnv({ PUBLIC_API_KEYS: KEY, CLICKHOUSE_DATABASE: env.CLICKHOUSE_DATABASE! });
+    expect((await restore(restored, full)).code).toBe(0);
+    const inFull = await expectRestored(restored, ackedBefore(sent, fullAt), all);
+
+    const chain = processEnv({ PUBLIC_API_KEYS: KEY, CLICKHOUSE_DATABASE: env.CLICKHOUSE_DATABASE! });
+    expect((await restore(chain, next)).code).toBe(0);
+    const inNext = await expectRestored(chain, ackedBefore(sent, nextAt), all);
+    expect(inNext).toBeGreaterThan(inFull);
+    expect(all.size).toBeGreaterThan(inNext);
+  });
+
+  test("refused: without the token (401), without BACKUP_DIR, outside BACKUP_DIR; a held directory with no door", async () => {
+    const backups = scratchDir("ingest-door-refusals-");
+    const env = processEnv({ PUBLIC_API_KEYS: KEY, ADMIN_PORT: "0", ADMIN_TOKEN: TOKEN });
+    const service = await startProcess(env);
+    try {
+      const admin = service.started.admin!;
+      const body = JSON.stringify({ dest: join(backups, "one") });
+      const bare = await fetch(`${admin}/admin/backup`, { method: "POST", body });
+      expect([bare.status, bare.headers.get("www-authenticate")]).toEqual([401, "Bearer"]);
+      const wrong = await backup({ PATH: env.PATH!, ADMIN_URL: admin, ADMIN_TOKEN: `${TOKEN}x` }, join(backups, "a"));
+      expect(wrong).toEqual({
+        code: 2,
+        stdout: "",
+        stderr: `ingest backup: the service at ${admin} refused ADMIN_TOKEN.\n`,
+      });
+      const unset = await backup({ PATH: env.PATH!, ADMIN_URL: admin, ADMIN_TOKEN: TOKEN }, join(backups, "a"));
+      expect(unset).toEqual({
+        code: 2,
+        stdout: "",
+        stderr:
+          "ingest backup: The service has no BACKUP_DIR: restart it with BACKUP_DIR set to a directory for " +
+          "backups (outside DATA_DIR) to back up through its admin door, and give a DEST directly in it.\n",
+      });
+      // no door asked for, and a service holds the directory
+      const held = await backup({ PATH: env.PATH!, DATA_DIR: env.DATA_DIR! }, join(backups, "a"));
+      expect([held.code, held.stdout]).toEqual([2, ""]);
+      expect(held.stderr).toBe(
+        `ingest backup: A running service (process ${service.child.pid}) holds ${env.DATA_DIR}: back up through it ` +
+          "instead: start it with ADMIN_PORT, ADMIN_TOKEN and BACKUP_DIR, and run this with the same ADMIN_PORT " +
+          "(or ADMIN_URL) and ADMIN_TOKEN, DEST directly in BACKUP_DIR.\n",
+      );
+    } finally {
+      await stop(service);
+    }
+
+    const dir = join(backups, "allowed");
+    const withDir = { ...env, BACKUP_DIR: dir };
+    const second = await startProcess(withDir);
+    try {
+      const port = new URL(second.started.admin!).port;
+      const client = { PATH: env.PATH!, ADMIN_PORT: port, ADMIN_TOKEN: TOKEN };
+      mkdirSync(join(backups, "elsewhere"));
+      const outside = await backup(client, join(backups, "elsewhere", "b"));
+      expect(outside).toEqual({
+        code: 2,
+        stdout: "",
+        stderr: `ingest backup: ${join(backups, "elsewhere", "b")} is not directly in BACKUP_DIR (${dir}): the service's engine writes backups nowhere else.\n`,
+      });
+      const deeper = await backup(client, join(dir, "x", "b"));
+      expect(deeper.code).toBe(2);
+      expect(existsSync(join(dir, "x"))).toBe(false);
+    } finally {
+      await stop(second);
+    }
+  });
+});

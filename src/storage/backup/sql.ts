@@ -15,6 +15,9 @@ export interface CopyProgress {
 /** How often the engine is asked how a backup or restore is getting on. */
 const POLL_MS = 200;
 
+/** How often until it has counted its files: a running service's flushes wait until then (`backupDatabase`). */
+const LISTING_POLL_MS = 10;
+
 /** A backup or restore the engine reported failed, with the first line of its error (the rest is a stack). */
 export class BackupFailed extends Error {
   override name = "BackupFailed";
@@ -31,9 +34,10 @@ export type Hold = <T>(copy: () => Promise<T>) => Promise<T>;
  *
  * One statement for the whole database: the engine lists every table's parts before it copies any, so the copy is
  * of one moment, however long the copying takes. On a stopped data directory that is exactly its state. A running
- * service passes `hold`, which holds its flushes while the tables are measured and the statement runs, or the
- * tables may be listed either side of a flush (docs/operations.md#backup-and-restore). `dest`, `base` and the
- * database are checked by the caller (`destinationProblem`).
+ * service passes `hold`, which holds its flushes while the tables are measured and their parts listed, or the
+ * tables may be listed either side of a flush (docs/operations.md#backup-and-restore): until `system.backups`
+ * counts the backup's files, which the engine does once it holds every table's parts, before it copies any.
+ * `dest`, `base` and the database are checked by the caller (`destinationProblem`).
  */
 export async function backupDatabase(
   db: ClickHouse,
@@ -47,17 +51,29 @@ export async function backupDatabase(
   if (typeof baseBackup === "string") throw new BackupFailed(baseBackup);
   const [engine] = await db.rows<{ version: string }>("SELECT version() AS version");
   const on = base === undefined ? "" : ` SETTINGS base_backup = File(${literal(basename(base))})`;
-  const { tables, id } = await hold(async () => {
+  let finished: Promise<string> = Promise.resolve("");
+  const tables = await hold(async () => {
     const tables = await tableStats(db);
     const totalBytes = Object.values(tables).reduce((sum, table) => sum + table.bytes, 0);
-    const id = await untilDone(
+    let listed = () => {};
+    const parts = new Promise<void>((resolve) => {
+      listed = resolve;
+    });
+    finished = untilDone(
       db,
       `BACKUP DATABASE ${quoteIdentifier(db.database)} TO File(${literal(basename(dest))})${on} ASYNC`,
       "CREATING_BACKUP",
-      (row) => onProgress({ bytes: row.total_size, totalBytes, files: row.num_files, seconds: since(started) }),
+      (row) => {
+        // the engine counts the backup's files once it has taken every table's parts (and linked them): from then
+        // on what is written is not in it, so the writers may go on while it copies
+        if (row.num_files > 0 || row.status !== "CREATING_BACKUP") listed();
+        onProgress({ bytes: row.total_size, totalBytes, files: row.num_files, seconds: since(started) });
+      },
     );
-    return { tables, id };
+    await Promise.race([parts, finished]);
+    return tables;
   });
+  const id = await finished;
   syncTree(dest);
   const manifest = newManifest({
     engine: engine?.version ?? "unknown",
@@ -183,7 +199,7 @@ async function untilDone(
     onRow(row);
     if (row.status.endsWith("FAILED")) throw new BackupFailed(firstLine(row.error));
     if (row.status !== running) return started.id;
-    await Bun.sleep(POLL_MS);
+    await Bun.sleep(row.num_files > 0 ? POLL_MS : LISTING_POLL_MS);
   }
 }
 

@@ -23,7 +23,7 @@ export const ADMIN = {
     parse: type(`string >= ${MIN_ADMIN_TOKEN_LENGTH}`),
     default: "",
     shownDefault: "none",
-    help: `The bearer token the admin port requires, at least ${MIN_ADMIN_TOKEN_LENGTH} characters; \`ingest forget\` sends the same.`,
+    help: `The bearer token the admin port requires, at least ${MIN_ADMIN_TOKEN_LENGTH} characters; \`ingest forget\` and \`ingest backup\` send the same.`,
     backend: "any",
     redact: "omit",
   }),

@@ -470,9 +470,14 @@ describe.skipIf(!embedded)("the query port's HTTP interface, as docs/query.md st
 
   test("a session is gone after its session_timeout", async () => {
     const session = `?session_id=s-${crypto.randomUUID()}`;
-    expect((await post("SELECT 1", `${session}&session_timeout=1`)).status).toBe(200);
-    expect((await post("SELECT 1", `${session}&session_check=1&session_timeout=1`)).status).toBe(200);
-    await Bun.sleep(2500);
+    // each answer read whole: a session is busy until its result has gone (a second query then finds it locked)
+    const asked = async (search: string) => {
+      const response = await post("SELECT 1", search);
+      return [response.status, await response.text()];
+    };
+    expect(await asked(`${session}&session_timeout=2`)).toEqual([200, "1\n"]);
+    expect(await asked(`${session}&session_check=1&session_timeout=2`)).toEqual([200, "1\n"]);
+    await Bun.sleep(3500);
     const gone = await post("SELECT 1", `${session}&session_check=1`);
     expect(gone.headers.get("x-clickhouse-exception-code")).toBe("372"); // SESSION_NOT_FOUND
   });

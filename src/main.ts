@@ -138,6 +138,9 @@ async function shutdown(
 ): Promise<void> {
   const { config, log, server, queryServer, adminServer, engine, metricsServer, storage } = running;
   log.info("shutting down", { signal });
+  // Queries are cut at once, before ingest drains: their clients retry against the next instance, and a port left
+  // open would take new queries for as long as the drain takes; ingest is what must finish.
+  await queryServer?.stop(true);
   const drained = await Promise.race([
     server.stop().then(() => true),
     Bun.sleep(config.shutdownTimeoutMs).then(() => false),
@@ -150,8 +153,6 @@ async function shutdown(
   }
   // A forget under way finishes (cut, it would leave the rest for a second run); no new one starts.
   await adminServer?.stop();
-  // Queries are cut at once: their clients retry against the next instance; ingest is what must finish.
-  await queryServer?.stop(true);
   await engine?.close();
   await metricsServer?.stop(true);
   await storage.close();

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { hostname } from "node:os";
 import { HOLD_GRACE_S } from "../../src/query/running";
 import { MAX_SESSIONS } from "../../src/query/sessions";
-import { processEnv, startProcess } from "../helpers/process";
+import { processEnv, queryRows, startProcess } from "../helpers/process";
 import { startService, type TestService } from "../helpers/service";
 
 // The engine's places (QUERY_CONCURRENCY) and the lifetime of a query's session: waiting, refusing, and freeing a
@@ -99,7 +100,109 @@ describe.skipIf(!embedded)("what a client holds is bounded", () => {
   }, 30_000);
 });
 
+describe.skipIf(!embedded)("named sessions, every one in a request", () => {
+  let service: TestService;
+  beforeAll(async () => {
+    // a place for each session and one more, so that all of them can be in a request and a newcomer still runs
+    service = await startService({ QUERY_PORT: "0", QUERY_CONCURRENCY: String(MAX_SESSIONS + 1) });
+  });
+  afterAll(() => service.stop());
+  const post = (sql: string, search: string) => service.query!.fetch(`/${search}`, { method: "POST", body: sql });
+
+  test("only when all MAX_SESSIONS sessions are in a request is a new one refused; one free, it makes room", async () => {
+    const id = (name: string) => `${name}-${crypto.randomUUID()}`;
+    const readers: { cancel(): Promise<void> }[] = [];
+    try {
+      for (let n = 0; n < MAX_SESSIONS; n++) {
+        const response = await post(
+          "SELECT number FROM numbers(100000000)",
+          `?session_id=${id("busy")}&max_block_size=1000`,
+        );
+        const reader = response.body!.getReader();
+        await reader.read(); // the first chunk; the session stays in its request while the rest is unread
+        readers.push(reader);
+      }
+      expect(service.query!.engine.running).toBe(MAX_SESSIONS);
+      const newcomer = id("new");
+      const refused = await post("SELECT 1", `?session_id=${newcomer}`);
+      expect([refused.headers.get("x-clickhouse-exception-code"), await refused.text()]).toEqual([
+        "202",
+        `Code: 202. DB::Exception: Too many sessions. Maximum: ${MAX_SESSIONS}. (TOO_MANY_SIMULTANEOUS_QUERIES)\n`,
+      ]);
+      await readers.shift()!.cancel(); // one request ends: its session is idle, and closed for the newcomer
+      for (let n = 0; service.query!.engine.running >= MAX_SESSIONS && n < 100; n++) await Bun.sleep(50);
+      const admitted = await post("SELECT 2", `?session_id=${newcomer}`);
+      expect([admitted.status, await admitted.text()]).toEqual([200, "2\n"]);
+    } finally {
+      await Promise.all(readers.map((reader) => reader.cancel()));
+    }
+  }, 30_000);
+});
+
 describe.skipIf(!embedded)("the service's process", () => {
+  test("on SIGTERM the port closes at once, while ingest still finishes the batch it is receiving; the port is named by the host", async () => {
+    const env = processEnv({
+      PUBLIC_API_KEYS: "key-1",
+      QUERY_PORT: "0",
+      QUERY_PASSWORD: "pw",
+      SHUTDOWN_TIMEOUT_MS: "20000",
+    });
+    const service = await startProcess(env);
+    try {
+      const port = service.started.query!;
+      const pinged = () =>
+        fetch(`${port}/ping`).then(
+          (response) => response.status,
+          () => "closed",
+        );
+      const ping = await fetch(`${port}/ping`);
+      expect([ping.status, ping.headers.get("x-clickhouse-server-display-name")]).toEqual([200, hostname()]);
+      // a batch still arriving when the signal comes (never idle: a byte every few milliseconds): ingest waits for it
+      let ending = false;
+      const body = new ReadableStream<Uint8Array>({
+        async start(controller) {
+          controller.enqueue(
+            new TextEncoder().encode('{"api_key":"key-1","batch":[{"event":"late","distinct_id":"d"}'),
+          );
+          while (!ending) {
+            await Bun.sleep(50);
+            controller.enqueue(new Uint8Array(1024).fill(32));
+          }
+          controller.enqueue(new TextEncoder().encode("]}"));
+          controller.close();
+        },
+      });
+      let answered = false;
+      const batch = fetch(`${service.url}/batch/`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body,
+        duplex: "half",
+      } as RequestInit).then((response) => {
+        answered = true;
+        return response.status;
+      });
+      await Bun.sleep(300); // the batch's first bytes are in
+      service.child.kill("SIGTERM");
+      let answer = await pinged();
+      for (let n = 0; answer !== "closed" && n < 100; n++) {
+        await Bun.sleep(50);
+        answer = await pinged();
+      }
+      // the port is closed while the batch is still arriving, and the service still running
+      expect([answer, answered, service.child.exitCode]).toEqual(["closed", false, null]);
+      ending = true;
+      expect(await batch).toBe(200);
+      expect(await service.child.exited).toBe(0);
+      expect(await queryRows<{ n: number }>(env, "SELECT count() AS n FROM {db}.events WHERE event = 'late'")).toEqual([
+        { n: 1 },
+      ]);
+    } finally {
+      service.child.kill("SIGKILL");
+      await service.child.exited;
+    }
+  }, 30_000);
+
   test("queries that take every place leave the write path a thread: a batch is stored while they run", async () => {
     // Each call into the engine holds a worker thread of the runtime until it answers; the service sizes the pool
     // for QUERY_CONCURRENCY queries and the write path (src/engine/workers.ts), or a batch would wait for a query to end.

@@ -21,17 +21,47 @@ export function bindParams(text: string, params: Readonly<Record<string, string>
     PLACEHOLDER,
     (token, _heredoc: string | undefined, name: string | undefined, type: string | undefined) => {
       if (name === undefined || type === undefined) return token;
-      const value = params[name];
-      if (value === undefined) {
-        throw new QueryError(
-          456,
-          "UNKNOWN_QUERY_PARAMETER",
-          `Code: 456. DB::Exception: Substitution \`${name}\` is not set. (UNKNOWN_QUERY_PARAMETER)`,
-        );
-      }
-      return boundValue(value, type);
+      return boundValue(paramValue(params, name), type);
     },
   );
+}
+
+/**
+ * `{name:Type}` placeholders in an INSERT's `VALUES` rows (`format` Values), bound as the data they stand for. A
+ * server evaluates such a row as an expression; the port reads `VALUES` rows as data only (literals, see
+ * insert.ts), so each placeholder becomes its value's literal: a quoted string for the types whose values are
+ * written as strings (a `String`'s escapes read as the `String`'s, as above), `NULL` for `\N`, and the value's own
+ * text for numbers, arrays, tuples and maps, whose text form is their literal. The rows are data the client could
+ * send as they are: nothing here reaches SQL, and a value that is no literal of its type fails as a row would.
+ */
+export function bindValuesRows(format: string, data: Uint8Array, params: Readonly<Record<string, string>>): Uint8Array {
+  if (format.toLowerCase() !== "values" || !data.includes(0x7b)) return data;
+  const rows = new TextDecoder()
+    .decode(data)
+    .replace(PLACEHOLDER, (token, _heredoc: string | undefined, name: string | undefined, type: string | undefined) => {
+      if (name === undefined || type === undefined) return token;
+      const value = paramValue(params, name);
+      if (value === "\\N") return "NULL";
+      if (isStringLike(type)) return literal(unescapeText(value));
+      return QUOTED.test(type) ? literal(value) : value;
+    });
+  return new TextEncoder().encode(rows);
+}
+
+/** Types whose literal in a `VALUES` row is a quoted string (as `Nullable` or `LowCardinality` too). */
+const QUOTED =
+  /^(?:Nullable\(|LowCardinality\()*(?:Date|Date32|DateTime|DateTime64|Time|Time64|UUID|IPv4|IPv6|Enum8|Enum16|Enum|JSON|Object)\b/;
+
+function paramValue(params: Readonly<Record<string, string>>, name: string): string {
+  const value = params[name];
+  if (value === undefined) {
+    throw new QueryError(
+      456,
+      "UNKNOWN_QUERY_PARAMETER",
+      `Code: 456. DB::Exception: Substitution \`${name}\` is not set. (UNKNOWN_QUERY_PARAMETER)`,
+    );
+  }
+  return value;
 }
 
 const PLACEHOLDER = new RegExp(`${OPAQUE}|\\{\\s*([A-Za-z_][A-Za-z0-9_]*)\\s*:\\s*([^{}]+?)\\s*\\}`, "g");

@@ -1,5 +1,6 @@
 import { openEmbeddedEngine, type SessionConstructor } from "../engine";
 import { quoteIdentifier } from "../storage";
+import { bindValuesRows } from "./bind";
 import { execute } from "./calls";
 import { type Catalogue, readCatalogue } from "./catalogue";
 import { QueryError } from "./errors";
@@ -134,7 +135,8 @@ export class QueryEngine {
       await checkFilters(s, [...sqlSettings, ...clause], database);
       if (request.session === undefined) await finishSetup(s, [...clause, ...sqlSettings], readonly);
       if (inline !== undefined && inspected.statement === "InsertQuery") {
-        return await insertData(s, this.#insertDir, inspected, inline.data, release);
+        const format = / FORMAT (\S+)$/.exec(inspected.line)?.[1] ?? "";
+        return await insertData(s, this.#insertDir, inspected, bindValuesRows(format, inline.data, params), release);
       }
       const chosen = inspected.format ?? request.defaultFormat ?? "TabSeparated";
       const format = this.catalogue.formats.get(chosen.toLowerCase()) ?? chosen;

@@ -250,6 +250,45 @@ describe.skipIf(!embedded)("@clickhouse/client, as a ClickHouse server answers i
     await client.command({ query: "DROP TABLE ins" });
   });
 
+  test("query parameters in VALUES rows are bound as the values they stand for, as a server evaluates them", async () => {
+    await client.command({
+      query:
+        "CREATE TABLE par (n UInt32, s String, d Date, t DateTime, x Decimal(10, 4), a Array(String), m Nullable(UInt8), e Enum8('on' = 1, 'off' = 2)) ENGINE = Memory",
+    });
+    // as the `clickhouse` npm client sends them: the whole INSERT as the query, the values as param_ parameters
+    await client.command({
+      query:
+        "INSERT INTO par VALUES ({n:UInt32}, {s:String}, {d:Date}, {t:DateTime}, {x: Decimal(10,4)}, {a:Array(String)}, {m:Nullable(UInt8)}, {e:Enum8('on' = 1, 'off' = 2)}), (2, '{n:UInt32}', '2024-01-01', '2024-01-01 00:00:00', 1, [], NULL, 'off')",
+      query_params: {
+        n: 12345,
+        s: `it's "quoted", a tab\tand {braces}`,
+        d: "2022-08-18",
+        t: "2022-08-18 19:07:00",
+        x: "1234.6780",
+        a: ["x", "it's"],
+        m: null,
+        e: "on",
+      },
+    });
+    const stored = await client.query({ query: "SELECT * FROM par ORDER BY n", format: "JSONCompactEachRow" });
+    expect(await stored.json()).toEqual([
+      [2, "{n:UInt32}", "2024-01-01", "2024-01-01 00:00:00", 1, [], null, "off"], // in a string: left alone
+      [
+        12345,
+        `it's "quoted", a tab\tand {braces}`,
+        "2022-08-18",
+        "2022-08-18 19:07:00",
+        1234.678,
+        ["x", "it's"],
+        null,
+        "on",
+      ],
+    ]);
+    const missing = await failure(client.command({ query: "INSERT INTO par (n) VALUES ({nothing:UInt32})" }));
+    expect(missing!.type).toBe("UNKNOWN_QUERY_PARAMETER");
+    await client.command({ query: "DROP TABLE par" });
+  });
+
   test("a bare word is a syntax error, as on a server; a SETTINGS clause of allowed settings runs", async () => {
     const error = await failure(client.query({ query: "foobar" }));
     expect([error!.code, error!.type]).toEqual(["62", "SYNTAX_ERROR"]);

@@ -19,10 +19,10 @@ export interface QueryApp {
 }
 
 /** Most of a result `wait_end_of_query` holds back before sending it as it comes. */
-const MAX_WAIT_BUFFER_BYTES = 32 * 1024 * 1024;
+export const MAX_WAIT_BUFFER_BYTES = 32 * 1024 * 1024;
 
 /** Most body bytes an INSERT may send at once, inflated. */
-const MAX_INSERT_BYTES = 256 * 1024 * 1024;
+export const MAX_INSERT_BYTES = 256 * 1024 * 1024;
 
 const OK = "Ok.\n";
 
@@ -283,14 +283,25 @@ function exceptionBlock(error: QueryError, tag: string): string {
   return `\r\n__exception__\r\n${tag}\r\n${message}${length} ${tag}\r\n__exception__\r\n`;
 }
 
-/** A multipart/form-data body's text fields. */
+/**
+ * A multipart/form-data body's fields. A file among them is a server's external data (a temporary table for the
+ * query, with its structure in `<name>_structure`), which the port does not take: refused as such, rather than
+ * its structure failing as an unknown setting.
+ */
 async function formFields(body: Uint8Array, headers: Headers): Promise<[string, string][]> {
+  let fields: [string, unknown][];
   try {
-    const form = await new Response(body as Uint8Array<ArrayBuffer>, { headers }).formData();
-    return [...form].flatMap(([name, value]) => (typeof value === "string" ? [[name, value] as [string, string]] : []));
+    fields = [...(await new Response(body as Uint8Array<ArrayBuffer>, { headers }).formData())];
   } catch {
     throw QueryError.of("BAD_ARGUMENTS", "Cannot read the multipart/form-data body");
   }
+  if (fields.some(([, value]) => typeof value !== "string")) {
+    throw QueryError.of(
+      "NOT_IMPLEMENTED",
+      "External data (a file in a multipart/form-data body) is not supported on this port; insert the rows into a table of your own, or use a table function such as values()",
+    );
+  }
+  return fields as [string, string][];
 }
 
 function outcomeOf(error: QueryError): QueryOutcome {

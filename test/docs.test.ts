@@ -2,7 +2,18 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { withCurrentTable } from "../scripts/docs";
+import { SETTINGS } from "../src/config";
 import { ERROR_CODES, IngestError } from "../src/contract/errors";
+import { workerThreadsFor } from "../src/engine/workers";
+import { CODES, QueryError } from "../src/query/errors";
+import { MAX_INSERT_BYTES, MAX_WAIT_BUFFER_BYTES } from "../src/query/http";
+import { FLUSH_INTERVAL_MS, QUERY_LOG_ROWS } from "../src/query/log";
+import { QUEUE_WAIT_MS } from "../src/query/options";
+import { DEFAULT_SESSION_TIMEOUT_S, MAX_SESSION_TIMEOUT_S } from "../src/query/params";
+import { HOLD_GRACE_S } from "../src/query/running";
+import { MAX_SESSIONS, MAX_WAITING } from "../src/query/sessions";
+import { AST_LIMITS, limitSettings, MAX_QUERY_BYTES, QUERY_PRIORITY } from "../src/query/settings";
+import { WRITE_PATH_PRIORITY } from "../src/storage/clickhouse";
 import { send, startService, type TestService } from "./helpers/service";
 
 // The docs are part of the product: the README's configuration table is the settings declaration's, every link
@@ -119,6 +130,70 @@ describe("docs", () => {
     // every section but the threat and the layers (under "What the port refuses") has its row
     const covered = new Set(rows.map(([section]) => section));
     expect(sections.filter((section) => !covered.has(section))).toEqual(["The threat", "The layers"]);
+  });
+
+  test("docs/query.md's figures are the code's: sizes, times, counts, priorities, error codes and statuses", () => {
+    // each figure as the doc states it (its text joined into one line), and the constant of src/ it must be
+    const doc = read("docs/query.md").replace(/\s+/g, " ");
+    const MiB = 2 ** 20;
+    const limits = limitSettings({ timeoutS: 1, maxThreads: 1, maxMemoryBytes: 1, maxResultBytes: 1 });
+    const figures: [RegExp, number][] = [
+      [/at most (\d+) MiB of query text/, MAX_QUERY_BYTES / MiB],
+      [/(\d+) MiB of INSERT data, inflated/, MAX_INSERT_BYTES / MiB],
+      [/`wait_end_of_query=1` buffers the result \(up to (\d+) MiB\)/, MAX_WAIT_BUFFER_BYTES / MiB],
+      [/when none is free the query waits up to (\d+) s/, QUEUE_WAIT_MS / 1000],
+      [/At most (\d+) wait\./, MAX_WAITING],
+      [/At most (\d+) are kept/, MAX_SESSIONS],
+      [/only when all (\d+) are in a request is it refused/, MAX_SESSIONS],
+      [/sessions are at most (\d+), each/, MAX_SESSIONS],
+      [/a new session past (\d+) closes the one idle longest/, MAX_SESSIONS],
+      [/`session_timeout` \((\d+) s by default/, DEFAULT_SESSION_TIMEOUT_S],
+      [/s by default, at most (\d+) s\)/, MAX_SESSION_TIMEOUT_S],
+      [/`session_timeout` \(at most (\d+) s\)/, MAX_SESSION_TIMEOUT_S],
+      [/each kept at most (\d+) s \(`session_timeout`\)/, MAX_SESSION_TIMEOUT_S],
+      [/written about once (a) second/, FLUSH_INTERVAL_MS / 1000],
+      [/the last ([\d,]+) or so rows kept in memory/, QUERY_LOG_ROWS],
+      [/`QUERY_TIMEOUT_S` plus (\d+) s after the query started/, HOLD_GRACE_S],
+      [/place is taken back `QUERY_TIMEOUT_S` \+ (\d+) s/, HOLD_GRACE_S],
+      [/`priority = (\d+)` \(the write path runs at/, QUERY_PRIORITY],
+      [/\(the write path runs at (\d+),/, WRITE_PATH_PRIORITY],
+      [/`UV_THREADPOOL_SIZE` set to `QUERY_CONCURRENCY \+ (\d+)`/, workerThreadsFor(0)],
+      [/the engine's defaults, ([\d,]+), [\d,]+ and [\d,]+, which the port sets/, AST_LIMITS.max_ast_depth],
+      [/the engine's defaults, [\d,]+, ([\d,]+) and [\d,]+, which the port sets/, AST_LIMITS.max_ast_elements],
+      [/the engine's defaults, [\d,]+, [\d,]+ and ([\d,]+), which the port sets/, AST_LIMITS.max_expanded_ast_elements],
+      [/`mutations_sync = (\d)`/, Number(limits.mutations_sync)],
+      [/`lightweight_deletes_sync` are (\d); a client may set/, Number(limits.lightweight_deletes_sync)],
+    ];
+    const figure = (text: string) => (text === "a" ? 1 : Number(text.replaceAll(",", "")));
+    const wrong = figures
+      .map(([pattern, expected]) => [String(pattern), doc.match(pattern)?.[1], expected] as const)
+      .filter(([, found, expected]) => found === undefined || figure(found) !== expected);
+    expect(wrong).toEqual([]);
+    // the README's configuration table says one of them too, in QUERY_CONCURRENCY's help
+    expect(SETTINGS.queryConcurrency.help).toContain(`wait up to ${QUEUE_WAIT_MS / 1000} s`);
+
+    // every error the doc names with its code: `NAME` (N), or `NAME`, N
+    const named = [...doc.matchAll(/`([A-Z][A-Z0-9_]+)`(?: \(|, )(\d+)\b/g)].map((m) => [m[1]!, Number(m[2])]);
+    expect(named.length).toBeGreaterThan(10);
+    expect(named.filter(([name, code]) => CODES[name as keyof typeof CODES] !== code)).toEqual([]);
+    // the statuses it gives them, as a server does
+    const [, statuses = ""] = doc.match(/with the status a ClickHouse server gives that code \(([^)]+)\)/) ?? [];
+    expect(statuses).toBe(
+      "400 for syntax, 404 for unknown tables, 403 for authentication, 408 for a timeout, 500 otherwise, `READONLY` included",
+    );
+    const status = (type: string) => new QueryError(0, type, "").status;
+    expect(
+      [
+        "SYNTAX_ERROR",
+        "UNKNOWN_TABLE",
+        "AUTHENTICATION_FAILED",
+        "TIMEOUT_EXCEEDED",
+        "READONLY",
+        "UNKNOWN_EXCEPTION",
+      ].map(status),
+    ).toEqual([400, 404, 403, 408, 500, 500]);
+    expect(doc).toContain("(`compress=1`, `decompress=1`) is refused (501)");
+    expect(status("NOT_IMPLEMENTED")).toBe(501);
   });
 
   test("the README stays a user's ten-minute read", () => {

@@ -5,8 +5,12 @@ import type { Session } from "chdb";
  * find a query's figures by its ID. Each query the port answers is recorded as a server records it, a `QueryStart`
  * row and a `QueryFinish` (or `ExceptionBeforeStart`, `ExceptionWhileProcessing`) row, with the text the client
  * sent (never the values the port bound into it, nor an INSERT's data). Rows are written about once a second, as a
- * server flushes its log, into a Memory table of the port's database that keeps the last 100,000 or so.
+ * server flushes its log, into a Memory table of the port's database that keeps the last `QUERY_LOG_ROWS` or so.
  */
+
+/** Rows the log keeps: the engine drops whole blocks (a flush each), the oldest first, once there are more. */
+export const QUERY_LOG_ROWS = 100_000;
+
 export const QUERY_LOG_TABLE = `CREATE TABLE IF NOT EXISTS {database}.query_log
 (
     type Enum8('QueryStart' = 1, 'QueryFinish' = 2, 'ExceptionBeforeStart' = 3, 'ExceptionWhileProcessing' = 4),
@@ -36,7 +40,7 @@ export const QUERY_LOG_TABLE = `CREATE TABLE IF NOT EXISTS {database}.query_log
     interface UInt8,
     http_method UInt8
 )
-ENGINE = Memory SETTINGS max_rows_to_keep = 100000`;
+ENGINE = Memory SETTINGS max_rows_to_keep = ${QUERY_LOG_ROWS}`;
 
 /** One answered query, as the port saw it. */
 export interface LoggedQuery {
@@ -59,7 +63,8 @@ export interface LoggedQuery {
 
 /** Longest query text kept in the log. */
 const MAX_TEXT = 64 * 1024;
-const FLUSH_INTERVAL_MS = 1000;
+/** How long a row waits before it is written, as a server flushes its log (`flush_interval_milliseconds`). */
+export const FLUSH_INTERVAL_MS = 1000;
 
 export class QueryLog {
   #pending: string[] = [];

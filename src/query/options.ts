@@ -18,7 +18,7 @@ export interface QueryEngineOptions extends QueryLimits {
 }
 
 /** Longest a query waits for one of `QUERY_CONCURRENCY` places before it is refused. */
-const QUEUE_WAIT_MS = 10_000;
+export const QUEUE_WAIT_MS = 10_000;
 
 /** The engine's options as the configuration sets them; the port serves the embedded engine only. */
 export function queryEngineOptions(config: Config): QueryEngineOptions {

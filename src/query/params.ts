@@ -28,8 +28,9 @@ export interface SessionParams {
 }
 
 /** Longest a named session may be kept between its requests (ClickHouse's `max_session_timeout`). */
-const MAX_SESSION_TIMEOUT_S = 3600;
-const DEFAULT_SESSION_TIMEOUT_S = 60;
+export const MAX_SESSION_TIMEOUT_S = 3600;
+/** How long a named session is kept when its request says nothing. */
+export const DEFAULT_SESSION_TIMEOUT_S = 60;
 
 /** Parameters the HTTP layer reads itself, or accepts and has no use for; none of them is a setting. */
 const OWN = new Set([

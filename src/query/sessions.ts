@@ -4,7 +4,7 @@ import { QueryError } from "./errors";
 /** Most named sessions kept at once; past it, the one idle longest is closed for the new one. */
 export const MAX_SESSIONS = 64;
 /** Most queries waiting for a place; beyond, a query is refused at once. */
-const MAX_WAITING = 64;
+export const MAX_WAITING = 64;
 
 /** A named session and its state between requests. */
 export class NamedSession {

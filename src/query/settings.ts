@@ -24,7 +24,11 @@ export interface QueryLimits {
  * a client may only lower them. A larger tree costs the process's stack and memory as the engine parses and the
  * policy walks it (a client could raise them to 1e8 before).
  */
-const AST_LIMITS = { max_ast_depth: 1000, max_ast_elements: 50_000, max_expanded_ast_elements: 500_000 } as const;
+export const AST_LIMITS = {
+  max_ast_depth: 1000,
+  max_ast_elements: 50_000,
+  max_expanded_ast_elements: 500_000,
+} as const;
 
 /** Limits the port sets: a client may lower them, never raise or remove them (0 means no limit). */
 const LOWER_ONLY: Readonly<Record<string, (limits: QueryLimits) => number>> = {
@@ -277,7 +281,7 @@ export function limitSettings(limits: QueryLimits): Record<string, string | numb
 }
 
 /** Below the write path's (1): the engine suspends a query while a flush's query runs. */
-const QUERY_PRIORITY = 2;
+export const QUERY_PRIORITY = 2;
 
 /** The longest query text the port takes (the engine's own default `max_query_size` is 256 KiB). */
 export const MAX_QUERY_BYTES = 1024 * 1024;

@@ -1,5 +1,6 @@
 import type { Session } from "chdb";
 import { QUERY_LOG_TABLE } from "./log";
+import { QUERY_PRIORITY } from "./settings";
 import { identifierName, tokens } from "./tokens";
 
 /**
@@ -18,7 +19,7 @@ const PORT_VIEWS_DATABASE = "_query_port";
  * without the paths of the data directory.
  */
 const PORT_TABLES: Readonly<Record<string, string>> = {
-  processes: `CREATE OR REPLACE VIEW {database}.processes AS SELECT * REPLACE (if(query_id = queryID(), query, '') AS query) FROM system.processes WHERE Settings['priority'] = '2'`,
+  processes: `CREATE OR REPLACE VIEW {database}.processes AS SELECT * REPLACE (if(query_id = queryID(), query, '') AS query) FROM system.processes WHERE Settings['priority'] = '${QUERY_PRIORITY}'`,
   query_log: QUERY_LOG_TABLE,
   // the catalogue without the paths of the data directory's files
   tables:

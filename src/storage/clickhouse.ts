@@ -40,7 +40,7 @@ const INSERT_SETTINGS = { optimize_on_insert: 0, type_json_skip_duplicated_paths
  * suspends a lower-priority query while a higher one runs, so a query on the port yields the cores to a flush
  * (docs/query.md#how-a-query-runs). 0 would mean no priority at all.
  */
-const WRITE_PATH_PRIORITY = 1;
+export const WRITE_PATH_PRIORITY = 1;
 const WRITE_PATH_SETTINGS = { priority: WRITE_PATH_PRIORITY } as const;
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { ConfigError, ENV_NAMES, loadConfig, redacted, SETTINGS, type Setting } from "../../src/config";
 
@@ -262,6 +262,11 @@ describe("the query port's settings", () => {
     ] as const) {
       expect(() => loadConfig({ [name]: value })).toThrow(name);
     }
+  });
+
+  test("a query takes half the cores by default (QUERY_MAX_THREADS), at least one, so that ingest keeps the rest", () => {
+    expect(loadConfig({}).queryMaxThreads).toBe(Math.max(1, Math.floor(availableParallelism() / 2)));
+    expect(loadConfig({ QUERY_MAX_THREADS: "3" }).queryMaxThreads).toBe(3);
   });
 
   test("the query password is never logged", () => {

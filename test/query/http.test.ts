@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { brotliCompressSync, deflateSync, inflateSync } from "node:zlib";
+import { MAX_WAIT_BUFFER_BYTES } from "../../src/query/http";
+import { MAX_SESSION_TIMEOUT_S } from "../../src/query/params";
 import { send, startService, type TestQueryPort, type TestService } from "../helpers/service";
 
 // ClickHouse's HTTP interface on the query port, over real sockets, as raw HTTP clients see it.
@@ -369,13 +371,40 @@ describe.skipIf(!embedded)("the query port's HTTP interface", () => {
     expect([waited.status, waited.headers.get("x-clickhouse-exception-code")]).toEqual([500, "395"]);
     const complete = await post("SELECT number FROM numbers(10)", "?wait_end_of_query=1");
     expect(JSON.parse(complete.headers.get("x-clickhouse-summary")!).result_rows).toBe("10");
-    // a result larger than what is held back (32 MiB) is sent as it comes, complete
-    const large = await post("SELECT number FROM numbers(6000000)", "?wait_end_of_query=1");
+    // a result larger than what is held back (MAX_WAIT_BUFFER_BYTES) is sent as it comes, complete
+    const rows = Math.ceil((1.5 * MAX_WAIT_BUFFER_BYTES) / 8); // at least 7 digits and a line break a row
+    const large = await post(`SELECT number + 1000000 FROM numbers(${rows})`, "?wait_end_of_query=1");
     const summary = JSON.parse(large.headers.get("x-clickhouse-summary")!);
-    expect(Number(summary.result_bytes)).toBeGreaterThan(32 * 1024 * 1024);
-    expect(Number(summary.result_rows)).toBeLessThan(6_000_000); // the summary of what was held back
+    expect(Number(summary.result_bytes)).toBeGreaterThan(MAX_WAIT_BUFFER_BYTES);
+    expect(Number(summary.result_rows)).toBeLessThan(rows); // the summary of what was held back
     const lines = (await large.text()).split("\n");
-    expect([lines.length, lines.at(-2)]).toEqual([6_000_001, "5999999"]);
+    expect([lines.length, lines.at(-2)]).toEqual([rows + 1, String(rows - 1 + 1000000)]);
+    // and an error past it has no status of its own any more: it ends the body
+    const past = await post(
+      `SELECT number + 1000000, throwIf(number = ${rows - 1}) FROM numbers(${rows})`,
+      "?wait_end_of_query=1&max_block_size=65536",
+    );
+    expect(past.status).toBe(200);
+    expect(await past.text()).toContain("__exception__\r\n");
+  });
+
+  test("external data (a file in a multipart body, a temporary table for the query) is refused as not implemented", async () => {
+    const form = new FormData();
+    form.append("query", "SELECT count() FROM temp_table");
+    form.append("temp_table", new Blob(["a\nb\n"], { type: "text/plain" }), "temp_table");
+    const response = await port.fetch("/?temp_table_structure=s+String", { method: "POST", body: form });
+    expect([response.status, response.headers.get("x-clickhouse-exception-code")]).toEqual([501, "48"]);
+    expect(await response.text()).toContain("External data");
+  });
+
+  test("session_timeout is at most MAX_SESSION_TIMEOUT_S, as with a server's max_session_timeout", async () => {
+    const session = `?session_id=s-${crypto.randomUUID()}`;
+    const longest = await post("SELECT 1", `${session}&session_timeout=${MAX_SESSION_TIMEOUT_S}`);
+    expect([longest.status, await longest.text()]).toEqual([200, "1\n"]);
+    const longer = await post("SELECT 1", `${session}&session_timeout=${MAX_SESSION_TIMEOUT_S + 1}`);
+    expect(longer.headers.get("x-clickhouse-exception-code")).toBe("374"); // INVALID_SESSION_TIMEOUT
+    expect(await longer.text()).toContain(`at most ${MAX_SESSION_TIMEOUT_S} seconds`);
+    await post("SELECT 1", `${session}&close_session=1`);
   });
 
   test("gzip: a compressed response when asked (enable_http_compression and Accept-Encoding), and compressed bodies", async () => {

@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
+import { gzipSync } from "node:zlib";
+import { MAX_INSERT_BYTES } from "../../src/query/http";
+import { MAX_QUERY_BYTES } from "../../src/query/settings";
 import { scratchDir } from "../helpers/scratch";
 import { send, startService, type TestQueryPort, type TestService } from "../helpers/service";
 
@@ -366,6 +369,29 @@ describe.skipIf(!embedded)("the query port with writes allowed (QUERY_READONLY=0
     const memory = await post("CREATE DATABASE made3 ENGINE = Memory FORMAT JSON");
     expect(memory.headers.get("x-clickhouse-exception-code")).toBe("497");
     for (const name of ["made", "made2"]) expect((await post(`DROP DATABASE ${name}`)).status).toBe(200);
+  });
+
+  test("an INSERT's data may pass a query text's MAX_QUERY_BYTES, up to MAX_INSERT_BYTES inflated; more is QUERY_IS_TOO_LARGE", async () => {
+    expect((await post("CREATE TABLE sink (s String) ENGINE = Null")).status).toBe(200);
+    const insert = (body: Uint8Array, headers: Record<string, string> = {}) =>
+      service.query!.fetch(`/?query=${encodeURIComponent("INSERT INTO sink FORMAT TSV")}`, {
+        method: "POST",
+        body,
+        headers,
+      });
+    const rows = (2 * MAX_QUERY_BYTES) / 8;
+    const data = new TextEncoder().encode("1234567\n".repeat(rows));
+    const taken = await insert(data);
+    expect([taken.status, JSON.parse(taken.headers.get("x-clickhouse-summary")!).written_rows]).toEqual([
+      200,
+      String(rows),
+    ]);
+    // a small body on the wire that inflates past the limit is refused as it inflates
+    const bomb = gzipSync(new Uint8Array(MAX_INSERT_BYTES + 1).fill(0x0a), { level: 1 });
+    const refused = await insert(bomb, { "content-encoding": "gzip" });
+    expect([refused.status, refused.headers.get("x-clickhouse-exception-code")]).toEqual([413, "229"]);
+    expect(await refused.text()).toContain(`larger than the maximum of ${MAX_INSERT_BYTES} bytes`);
+    expect((await post("DROP TABLE sink")).status).toBe(200);
   });
 
   test("with writes allowed, format() and zeros() run", async () => {

@@ -22,7 +22,7 @@ export interface GroupCommitOptions {
 /**
  * Writes a group. Calling `release` lets the next group's flush begin while this one finishes: the flush says when
  * the part that must see groups one at a time is done (identity resolution), so that the rest (the events insert)
- * overlaps the next group's. A flush that never calls it runs alone.
+ * may overlap the next group's. A flush that never calls it runs alone.
  */
 export type Flush<T> = (items: readonly T[], release: () => void) => Promise<void>;
 
@@ -30,7 +30,7 @@ export type Flush<T> = (items: readonly T[], release: () => void) => Promise<voi
  * A writer with group commit. Each flush takes every submission that arrived while the previous one ran (up to
  * `maxItems` items), in arrival order. So concurrent requests become few large inserts, and the serial part of a
  * flush (identity resolution) sees the requests one after another, never interleaved. At most two flushes are in
- * flight: one in its serial part, the one before it finishing.
+ * flight: one in its serial part, the one before it finishing, and the two only while a full flush's worth waits.
  *
  * A submission's promise settles when its flush has finished: resolved means written. A failed flush costs the
  * group once: all of it fails together, unless `isolates` says the failure may be one submission's own, and
@@ -49,6 +49,8 @@ export class GroupCommit<T> {
   #expected = 0;
   /** Ends the current wait early, once enough has arrived. */
   #endWait: (() => void) | undefined;
+  /** Ends a released flush's wait for its answer, once a full flush's worth waits. */
+  #onFull: (() => void) | undefined;
 
   constructor(
     private readonly flush: Flush<T>,
@@ -60,6 +62,7 @@ export class GroupCommit<T> {
     this.#queue.push({ items, resolve, reject });
     this.#queuedItems += items.length;
     if (this.#endWait !== undefined && this.#enough()) this.#endWait();
+    if (this.#onFull !== undefined && this.#full()) this.#onFull();
     this.#running ??= this.#run();
     return promise;
   }
@@ -84,6 +87,7 @@ export class GroupCommit<T> {
       const { promise: released, resolve: release } = Promise.withResolvers<void>();
       const flushed = this.#flushGroup(group, release);
       await Promise.race([released, flushed]);
+      if (!this.#full()) await this.#answeredOrFull(flushed);
       await this.#previous; // at most two in flight
       const settled: Promise<void> = flushed.then(() => {
         if (this.#previous === settled) this.#previous = undefined;
@@ -108,12 +112,30 @@ export class GroupCommit<T> {
     this.#endWait = undefined;
   }
 
+  /**
+   * A released flush lets the next one begin beside it only once a full flush's worth waits. Otherwise the next
+   * flush would take only the clients that came while this one resolved: its own clients, still waiting for their
+   * events, come back after, and clients that keep sending split into two groups that take turns, every flush half
+   * the size and each paying an insert per table and a part to merge (docs/architecture.md#group-commit). Waiting
+   * for this flush's answer lets the linger bring its clients into the next.
+   */
+  async #answeredOrFull(flushed: Promise<void>): Promise<void> {
+    const { promise: full, resolve } = Promise.withResolvers<void>();
+    this.#onFull = resolve;
+    await Promise.race([flushed, full]);
+    this.#onFull = undefined;
+  }
+
+  #full(): boolean {
+    return this.#queuedItems >= this.options.maxItems;
+  }
+
   #waits(): boolean {
     return this.options.lingerMs > 0 && !this.#enough();
   }
 
   #enough(): boolean {
-    return this.#queue.length >= this.#expected || this.#queuedItems >= this.options.maxItems;
+    return this.#queue.length >= this.#expected || this.#full();
   }
 
   #takeGroup(): Submission<T>[] {

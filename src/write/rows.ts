@@ -57,9 +57,11 @@ function eventPartition(row: EventRow): string {
  * spanning decades is written, not refused. Ordinary batches (a month or two) stay one insert, in order.
  */
 export function eventInserts(rows: readonly EventRow[]): EventRow[][] {
-  const byPartition = Map.groupBy(rows, eventPartition);
-  if (byPartition.size <= MAX_PARTITIONS_PER_INSERT) return [rows as EventRow[]];
-  const groups = [...byPartition.values()];
+  // counted before grouping: grouping every flush's rows cost a tenth of the JavaScript thread's time under load
+  const partitions = new Set<string>();
+  for (const row of rows) if (partitions.add(eventPartition(row)).size > MAX_PARTITIONS_PER_INSERT) break;
+  if (partitions.size <= MAX_PARTITIONS_PER_INSERT) return [rows as EventRow[]];
+  const groups = [...Map.groupBy(rows, eventPartition).values()];
   const inserts: EventRow[][] = [];
   for (let i = 0; i < groups.length; i += MAX_PARTITIONS_PER_INSERT) {
     inserts.push(groups.slice(i, i + MAX_PARTITIONS_PER_INSERT).flat());

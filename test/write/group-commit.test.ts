@@ -144,6 +144,36 @@ describe("GroupCommit", () => {
       expect(answered).toBe(3);
     });
 
+    test("with less than a full flush waiting, the next flush waits for the released one's answer and its clients", async () => {
+      const o = overlapping();
+      const commits = new GroupCommit(o.flush, { maxItems: 100, isolates, lingerMs: 5_000 });
+      const first = commits.submit([1]);
+      const second = commits.submit([2]);
+      await Bun.sleep(5);
+      expect(o.flushes).toEqual([[1]]); // released, but one item waiting is not a full flush
+      o.finish(0);
+      await first;
+      const third = commits.submit([3]); // the first client, back
+      await Bun.sleep(5);
+      expect(o.flushes).toEqual([[1], [2, 3]]);
+      o.finish(1);
+      await Promise.all([second, third]);
+    });
+
+    test("a full flush's worth waiting begins beside the released one", async () => {
+      const o = overlapping();
+      const commits = new GroupCommit(o.flush, { maxItems: 2, isolates, lingerMs: 5_000 });
+      const written = [commits.submit([1]), commits.submit([2])];
+      await Bun.sleep(5);
+      expect(o.flushes).toEqual([[1]]); // half a flush waits
+      written.push(commits.submit([3]));
+      await Bun.sleep(5);
+      expect(o.flushes).toEqual([[1], [2, 3]]); // a full one: it begins while the first is still writing
+      o.finish(0);
+      o.finish(1);
+      await Promise.all(written);
+    });
+
     test("a released flush that fails for one submission's data is split, and only that one fails", async () => {
       const o = overlapping();
       const commits = new GroupCommit(o.flush, { maxItems: 100, isolates, lingerMs: 0 });

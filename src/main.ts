@@ -98,15 +98,7 @@ async function main(args: readonly string[]): Promise<void> {
     backup: serviceBackup(config.clickhouse, config.backupDir, (dest, base) => storage.backup(dest, base)),
     observer: adminObserver(log),
   });
-  log.info("started", {
-    version: pkg.version,
-    url: server.url.href,
-    ...(queryServer && { query: queryServer.url.href }),
-    ...(adminServer && { admin: adminServer.url.href }),
-    ...(metricsServer && { metrics: `${metricsServer.url.href}metrics` }),
-    config: redacted(config),
-  });
-
+  // before "started": whoever waits for it may stop the service at once
   let stopping = false;
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
     process.on(signal, () => {
@@ -116,6 +108,14 @@ async function main(args: readonly string[]): Promise<void> {
       void shutdown(signal, running).then(() => exit(0));
     });
   }
+  log.info("started", {
+    version: pkg.version,
+    url: server.url.href,
+    ...(queryServer && { query: queryServer.url.href }),
+    ...(adminServer && { admin: adminServer.url.href }),
+    ...(metricsServer && { metrics: `${metricsServer.url.href}metrics` }),
+    config: redacted(config),
+  });
 }
 
 /**

@@ -95,7 +95,9 @@ async function main(args: readonly string[]): Promise<void> {
   const adminServer = serveAdmin(config, {
     token: config.adminToken,
     forget: (ids) => storage.forget(ids),
-    backup: serviceBackup(config.clickhouse, config.backupDir, (dest, base) => storage.backup(dest, base)),
+    backup: serviceBackup(config.clickhouse, config.backupDir, (dest, base, onProgress) =>
+      storage.backup(dest, base, onProgress),
+    ),
     observer: adminObserver(log),
   });
   // before "started": whoever waits for it may stop the service at once

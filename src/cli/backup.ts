@@ -1,17 +1,10 @@
 import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { heldBy } from "../engine";
-import {
-  backupDatabase,
-  backupSummary,
-  ClickHouse,
-  type CopyProgress,
-  destinationProblem,
-  intoDestination,
-} from "../storage";
+import { backupDatabase, backupSummary, ClickHouse, destinationProblem, intoDestination } from "../storage";
 import { commandArgs, commandConfig, dataDirProblem, failed, onServer, refuse } from "./backup-common";
 import { backupThroughDoor, doorOf } from "./backup-door";
-import { copyProgressView } from "./progress";
+import { copyProgressView, throttled } from "./progress";
 
 const BACKUP_USAGE = `Usage: ingest backup [--url URL] [--data-dir DIR] [--base PREVIOUS] DEST
 
@@ -21,12 +14,13 @@ directory as DEST, only what changed since it is copied (restoring DEST then nee
 beside it). DEST is a backup once its manifest, ingest-backup.json, is written, last.
 
 It asks a running service's admin door: --url, else ADMIN_URL, else http://127.0.0.1:$ADMIN_PORT, with
-ADMIN_TOKEN; the service must have BACKUP_DIR, and DEST must be directly in it. Ingest is held while the engine
-copies. When no service answers there (or none is configured), it backs up DATA_DIR (or --data-dir) itself,
-which works only while no service holds it; progress then goes to standard error.
+ADMIN_TOKEN; the service must have BACKUP_DIR, and DEST must be directly in it. Ingest is held until the engine
+has taken every table's parts, not while it copies. When no service answers there (or none is configured), it
+backs up DATA_DIR (or --data-dir) itself, which works only while no service holds it.
 
-The summary (tables, rows, bytes, seconds; through the door, paused: the seconds ingest was held) is one JSON
-line on standard output. Exit status: 0 when the backup is made, 1 when it failed (DEST is removed), 2 for a
+Progress goes to standard error: a bar on a terminal (through the door, with the events ingested since the
+backup's moment), else a JSON line every 5 seconds. The summary (tables, rows, bytes, seconds; through the door,
+paused: the seconds ingest was held) is one JSON line on standard output. Exit status: 0 when the backup is made, 1 when it failed (DEST is removed), 2 for a
 usage error or what cannot be backed up (nothing is changed). With CLICKHOUSE_URL it prints the server's own
 BACKUP statement and exits 2.
 `;
@@ -95,15 +89,4 @@ export async function backupCommand(args: readonly string[], env = process.env):
   } finally {
     await db?.close();
   }
-}
-
-/** `show`, called at most every `everyMs`, the first time `everyMs` after the start: a quick copy shows none. */
-export function throttled(everyMs: number, show: (progress: CopyProgress) => void): (progress: CopyProgress) => void {
-  let last = performance.now();
-  return (progress) => {
-    const now = performance.now();
-    if (now - last < everyMs) return;
-    last = now;
-    show(progress);
-  };
 }

@@ -53,12 +53,28 @@ function lineView<P>(
   };
 }
 
-/** `[#########---------------]  37%  412 MB of 1.1 GB  210 MB/s  0:03 left`. */
+/**
+ * `[#########---------------]  37%  412 MB of 1.1 GB  210 MB/s  0:03 left`; through a running service, then the
+ * events it has ingested since the backup's moment (`  3,200 events ingested since`).
+ */
 export function copyLine(progress: CopyProgress): string {
   const perSecond = progress.seconds > 0 ? progress.bytes / progress.seconds : 0;
   const rate = `${bytes(perSecond)}/s`;
-  if (progress.totalBytes <= 0) return `${bytes(progress.bytes)} copied  ${rate}`;
-  return barLine(progress.bytes, progress.totalBytes, progress.seconds, rate);
+  const ingested =
+    progress.ingested === undefined ? "" : `  ${progress.ingested.toLocaleString("en-US")} events ingested since`;
+  if (progress.totalBytes <= 0) return `${bytes(progress.bytes)} copied  ${rate}${ingested}`;
+  return `${barLine(progress.bytes, progress.totalBytes, progress.seconds, rate)}${ingested}`;
+}
+
+/** `show`, called at most every `everyMs`, the first time `everyMs` after the start: a quick copy shows none. */
+export function throttled<P>(everyMs: number, show: (progress: P) => void): (progress: P) => void {
+  let last = performance.now();
+  return (progress) => {
+    const now = performance.now();
+    if (now - last < everyMs) return;
+    last = now;
+    show(progress);
+  };
 }
 
 /** `[#########---------------]  38%  412 MB of 1.1 GB  84,120 events/s  0:42 left`, shorter when the size is unknown. */

@@ -10,9 +10,8 @@ import {
   restoreDatabase,
   syncTree,
 } from "../storage";
-import { throttled } from "./backup";
 import { commandArgs, commandConfig, dataDirProblem, failed, onServer, refuse } from "./backup-common";
-import { copyProgressView } from "./progress";
+import { copyProgressView, throttled } from "./progress";
 
 const RESTORE_USAGE = `Usage: ingest restore [--data-dir DIR] [--force] SRC
 

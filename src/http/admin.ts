@@ -1,8 +1,14 @@
 import { timingSafeEqual } from "node:crypto";
 import type { Server } from "bun";
 import { type Config, OperatorError } from "../config";
-import { type AdminObserver, type BackupThroughService, type Forget, unknownSentence } from "../telemetry";
-import { BACKUP_PATH, backupThroughDoor } from "./admin-backup";
+import {
+  type AdminObserver,
+  type BackupAnswer,
+  type BackupThroughService,
+  type Forget,
+  unknownSentence,
+} from "../telemetry";
+import { BACKUP_PATH, backupThroughDoor, followedBackup, followsProgress, outcomeBody } from "./admin-backup";
 import { requestUrl } from "./body";
 
 /** What the admin door serves: `ingest forget` and `ingest backup`, for the holder of the token. */
@@ -59,7 +65,7 @@ export async function handleAdmin(request: Request, app: AdminApp): Promise<Resp
   if (!hasToken(request, app.token)) {
     return refused(app, 401, "A valid ADMIN_TOKEN is required", { "WWW-Authenticate": "Bearer" });
   }
-  if (path === BACKUP_PATH) return backup(app, await request.text().catch(() => ""));
+  if (path === BACKUP_PATH) return backup(app, request);
   const ids = distinctIdsOf(await request.text().catch(() => ""));
   if (typeof ids === "string") return refused(app, 400, ids);
   try {
@@ -78,16 +84,19 @@ export async function handleAdmin(request: Request, app: AdminApp): Promise<Resp
   }
 }
 
-/** `POST /admin/backup` (admin-backup.ts), its outcome logged. */
-async function backup(app: AdminApp, body: string): Promise<Response> {
+/** `POST /admin/backup` (admin-backup.ts), answered at the end or followed as it goes; its outcome logged. */
+async function backup(app: AdminApp, request: Request): Promise<Response> {
+  const body = await request.text().catch(() => "");
+  const whole = (outcome: BackupAnswer) => answer(outcome.status, outcomeBody(outcome));
+  const logged = (outcome: BackupAnswer) => {
+    if (outcome.status === 200) app.observer?.backedUp(outcome.summary);
+    else if (outcome.status === 500) app.observer?.backupFailed(outcome.cause);
+    else app.observer?.refused(outcome.status, outcome.error);
+  };
+  if (followsProgress(request)) return followedBackup(app.backup, body, whole, logged);
   const outcome = await backupThroughDoor(app.backup, body);
-  if (outcome.status === 200) {
-    app.observer?.backedUp(outcome.summary);
-    return answer(200, { status: "ok", ...outcome.summary });
-  }
-  if (outcome.status === 500) app.observer?.backupFailed(outcome.cause);
-  else app.observer?.refused(outcome.status, outcome.error);
-  return answer(outcome.status, { status: "error", error: outcome.error });
+  logged(outcome);
+  return whole(outcome);
 }
 
 /**

@@ -3,6 +3,13 @@
  * backup (write/backup.ts) both see it.
  */
 
+/**
+ * What a client of the door sends as `Accept` to follow the backup as it goes: the answer is then a line of JSON
+ * for each report of the engine (`{"progress": {...}}`), and last the outcome (`{"status": "ok", ...summary}`, or
+ * `{"status": "error", "error": ...}`) once a backup has begun; a refusal is answered as without it.
+ */
+export const BACKUP_PROGRESS_TYPE = "application/x-ndjson";
+
 /** What the door was asked: absolute paths, DEST and the base. */
 export interface BackupRequest {
   readonly dest: string;
@@ -18,5 +25,24 @@ export type BackupAnswer =
   | { readonly status: 200; readonly summary: Readonly<Record<string, unknown>> }
   | { readonly status: 400 | 409 | 500; readonly error: string; readonly cause?: unknown };
 
-/** Makes a backup as the running service: what the admin door calls. */
-export type BackupThroughService = (request: BackupRequest) => Promise<BackupAnswer>;
+/**
+ * How a backup under way is getting on, as the engine reports it (storage/backup/sql.ts `CopyProgress`): bytes
+ * copied of about `totalBytes` (0: not known), files, seconds, and the events ingested since its moment.
+ */
+export interface BackupProgress {
+  readonly bytes: number;
+  readonly totalBytes: number;
+  readonly files: number;
+  readonly seconds: number;
+  readonly ingested?: number;
+}
+
+/**
+ * Makes a backup as the running service: what the admin door calls. `onProgress` is first called once the
+ * request has passed every check and the engine's statement has started (a refusal never calls it), then as the
+ * engine copies.
+ */
+export type BackupThroughService = (
+  request: BackupRequest,
+  onProgress?: (progress: BackupProgress) => void,
+) => Promise<BackupAnswer>;

@@ -1,4 +1,10 @@
-export type { BackupAnswer, BackupRequest, BackupThroughService } from "./backup";
+export {
+  BACKUP_PROGRESS_TYPE,
+  type BackupAnswer,
+  type BackupProgress,
+  type BackupRequest,
+  type BackupThroughService,
+} from "./backup";
 export {
   type AdminObserver,
   adminObserver,

@@ -1,7 +1,7 @@
 import { dirname } from "node:path";
 import type { ClickHouseConfig } from "../config";
 import { type BackupManifest, backupSummary, destinationProblem, intoDestination } from "../storage";
-import type { BackupAnswer, BackupRequest, BackupThroughService } from "../telemetry";
+import type { BackupAnswer, BackupProgress, BackupRequest, BackupThroughService } from "../telemetry";
 
 /**
  * `ingest backup` through the running service's admin door (docs/operations.md#backup-and-restore): checks the
@@ -12,10 +12,14 @@ import type { BackupAnswer, BackupRequest, BackupThroughService } from "../telem
 export function serviceBackup(
   clickhouse: ClickHouseConfig,
   backupDir: string | undefined,
-  make: (dest: string, base: string | undefined) => Promise<{ manifest: BackupManifest; paused: number }>,
+  make: (
+    dest: string,
+    base: string | undefined,
+    onProgress: (progress: BackupProgress) => void,
+  ) => Promise<{ manifest: BackupManifest; paused: number }>,
 ): BackupThroughService {
   let running = false;
-  return async ({ dest, base }: BackupRequest): Promise<BackupAnswer> => {
+  return async ({ dest, base }: BackupRequest, onProgress = () => {}): Promise<BackupAnswer> => {
     if (clickhouse.kind === "server") {
       return {
         status: 409,
@@ -44,7 +48,7 @@ export function serviceBackup(
     if (running) return { status: 409, error: "A backup is under way already: wait for it, then ask again" };
     running = true;
     try {
-      const { manifest, paused } = await intoDestination(dest, () => make(dest, base));
+      const { manifest, paused } = await intoDestination(dest, () => make(dest, base, onProgress));
       const summary = { ...backupSummary(dest, base, manifest), paused: Math.round(paused * 1000) / 1000 };
       return { status: 200, summary };
     } catch (error) {

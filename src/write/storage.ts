@@ -15,6 +15,7 @@ import {
   type BackupManifest,
   backupDatabase,
   ClickHouse,
+  type CopyProgress,
   consistencyOf,
   createSchema,
   type Hold,
@@ -112,6 +113,8 @@ export class Storage implements EventSink {
   readonly #finishing = new Set<Promise<unknown>>();
   /** The last flush's events insert, settled: the next one starts after it. */
   #eventsInserted: Promise<unknown> = Promise.resolve();
+  /** Events of every flush written whole so far: what a backup reports as ingested while it copies. */
+  #eventsStored = 0;
   #closed = false;
 
   private constructor(
@@ -251,19 +254,28 @@ export class Storage implements EventSink {
    * `ingest backup` through the running service (docs/operations.md#backup-and-restore): the database into `dest`,
    * directly in `BACKUP_DIR`, with flushes and repair sweeps held while the engine's BACKUP runs (ingest pauses that
    * long), so that every table is copied as of one moment between flushes. `paused`: seconds from asking for the
-   * hold (flushes under way finish first, none starts) to its release.
+   * hold (flushes under way finish first, none starts) to its release. `onProgress` is told how the copy goes, with
+   * the events stored since the hold ended (`CopyProgress.ingested`).
    */
-  async backup(dest: string, base: string | undefined): Promise<{ manifest: BackupManifest; paused: number }> {
+  async backup(
+    dest: string,
+    base: string | undefined,
+    onProgress: (progress: CopyProgress) => void = () => {},
+  ): Promise<{ manifest: BackupManifest; paused: number }> {
     let paused = 0;
+    let storedAtRelease: number | undefined;
     const hold: Hold = async (copy) => {
       const asked = performance.now();
       try {
         return await this.#gate.exclusive(copy);
       } finally {
         paused = (performance.now() - asked) / 1000;
+        storedAtRelease = this.#eventsStored; // no flush has finished since: none could start before now
       }
     };
-    const manifest = await backupDatabase(this.#db, dest, base, undefined, hold);
+    const progress = (copied: CopyProgress) =>
+      onProgress({ ...copied, ingested: this.#eventsStored - (storedAtRelease ?? this.#eventsStored) });
+    const manifest = await backupDatabase(this.#db, dest, base, progress, hold);
     return { manifest, paused };
   }
 
@@ -297,6 +309,7 @@ export class Storage implements EventSink {
       if (refusal !== undefined) this.#observer?.storageRefused(refusal);
       throw error;
     }
+    this.#eventsStored += events.length;
     this.#observer?.flushed(events.length, (performance.now() - started) / 1000, written.phases, written.rows);
   }
 

@@ -1,7 +1,17 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { logEntries, processEnv, queryRows, type RunningService, runCommand, startProcess } from "../helpers/process";
+import { MANIFEST } from "../../src/storage";
+import {
+  logEntries,
+  processEnv,
+  queryRows,
+  ROOT,
+  type RunningService,
+  runCommand,
+  runStatements,
+  startProcess,
+} from "../helpers/process";
 import { scratchDir } from "../helpers/scratch";
 
 // `ingest backup` through a running service's admin door, while clients keep sending: real processes, real HTTP,
@@ -31,29 +41,35 @@ interface Sent {
   stopped: boolean;
 }
 
+/** A client's batch of a round: page views of its visitors, and two of them identified (a first link, or a merge). */
+function batchOf(client: number, round: number): Record<string, unknown>[] {
+  const at = new Date().toISOString();
+  const batch: Record<string, unknown>[] = Array.from({ length: BATCH - 2 }, (_, i) => ({
+    event: "$pageview",
+    uuid: crypto.randomUUID(),
+    distinct_id: `anon-${client}-${(round * 7 + i) % 40}`,
+    timestamp: at,
+    properties: { $session_id: `s-${client}-${i % 5}`, $set_once: { first: round } },
+  }));
+  for (const k of [round % 40, (round + 13) % 40]) {
+    batch.push({
+      event: "$identify",
+      uuid: crypto.randomUUID(),
+      distinct_id: `user-${client}-${k % 25}`,
+      timestamp: at,
+      properties: { $anon_distinct_id: `anon-${client}-${k}`, $set: { round } },
+    });
+  }
+  return batch;
+}
+
 /**
- * One client sending batches one after another until told to stop: page views of its visitors, and in every batch
- * two of them identified (a person's first link, or a merge of two persons). A batch refused as busy is sent again.
+ * One client sending batches one after another until told to stop (`batchOf`). A batch refused as busy is sent
+ * again.
  */
 async function sender(url: string, client: number, sent: Sent): Promise<void> {
   for (let round = 0; !sent.stopped; round++) {
-    const at = new Date().toISOString();
-    const batch: Record<string, unknown>[] = Array.from({ length: BATCH - 2 }, (_, i) => ({
-      event: "$pageview",
-      uuid: crypto.randomUUID(),
-      distinct_id: `anon-${client}-${(round * 7 + i) % 40}`,
-      timestamp: at,
-      properties: { $session_id: `s-${client}-${i % 5}`, $set_once: { first: round } },
-    }));
-    for (const k of [round % 40, (round + 13) % 40]) {
-      batch.push({
-        event: "$identify",
-        uuid: crypto.randomUUID(),
-        distinct_id: `user-${client}-${k % 25}`,
-        timestamp: at,
-        properties: { $anon_distinct_id: `anon-${client}-${k}`, $set: { round } },
-      });
-    }
+    const batch = batchOf(client, round);
     for (;;) {
       const started = performance.now();
       const response = await fetch(`${url}/batch/`, {
@@ -165,7 +181,7 @@ describe.skipIf(!embedded)("ingest backup through a running service's admin door
     const inNext = await expectRestored(chain, ackedBefore(sent, nextAt), all);
     expect(inNext).toBeGreaterThan(inFull);
     expect(all.size).toBeGreaterThan(inNext);
-  });
+  }, 120_000);
 
   test("refused: without the token (401), without BACKUP_DIR, outside BACKUP_DIR; a held directory with no door", async () => {
     const backups = scratchDir("ingest-door-refusals-");
@@ -222,4 +238,159 @@ describe.skipIf(!embedded)("ingest backup through a running service's admin door
       await stop(second);
     }
   });
+});
+
+/**
+ * A table of random bytes (incompressible) in the service's database: 20 columns, so the engine copies it as
+ * many files (each of its own length: equal files would be copied once), and enough of it (about 240 MB) that a
+ * backup is still copying when a flush has been acknowledged.
+ */
+const BALLAST = `CREATE TABLE {db}.ballast ENGINE = MergeTree ORDER BY tuple() AS SELECT ${Array.from(
+  { length: 20 },
+  (_, i) => `randomString(${50 + i}) AS c${i}`,
+).join(", ")} FROM numbers(200000)`;
+
+/** A line of the door's answer followed as it goes (src/http/admin-backup.ts). */
+interface DoorLine {
+  readonly progress?: { bytes: number; totalBytes: number; files: number; seconds: number; ingested: number };
+  readonly status?: string;
+  readonly [field: string]: unknown;
+}
+
+/**
+ * `ingest backup ARGS` on a terminal (a pseudo-terminal), `whileRunning` told what it has written so far:
+ * everything it wrote there, and its exit status.
+ */
+async function backupOnTerminal(env: Env, args: string[], whileRunning: (written: () => string) => Promise<void>) {
+  let written = "";
+  const decoder = new TextDecoder();
+  const child = Bun.spawn([process.execPath, "src/main.ts", "backup", ...args], {
+    cwd: ROOT,
+    env,
+    terminal: { cols: 160, rows: 24, data: (_terminal, data) => (written += decoder.decode(data, { stream: true })) },
+  });
+  await whileRunning(() => written);
+  const code = await child.exited;
+  child.terminal?.close();
+  return { code, written };
+}
+
+/** The bars a command drew on a terminal (each `\r[…]…` then the rest of the line erased), in order. */
+const ERASE = "\x1b[K";
+const barsOf = (written: string) =>
+  written
+    .split("\r")
+    .filter((piece) => piece.startsWith("[") && piece.endsWith(ERASE))
+    .map((piece) => piece.slice(0, -ERASE.length));
+
+describe.skipIf(!embedded)("ingest backup through the door, followed as it goes", () => {
+  test("progress while the engine copies, with ingest going on (a flush acknowledged meanwhile is counted, and is not in the backup), the summary last; on a terminal a bar; a failure, or a service gone, exits 1", async () => {
+    const backups = join(scratchDir("ingest-door-progress-"), "backups");
+    const env = processEnv({ PUBLIC_API_KEYS: KEY, ADMIN_PORT: "0", ADMIN_TOKEN: TOKEN, BACKUP_DIR: backups });
+    await stop(await startProcess(env)); // makes the database, which the ballast goes in
+    await runStatements(env, BALLAST);
+    const service = await startProcess(env);
+    const client = { PATH: env.PATH!, ADMIN_URL: service.started.admin!, ADMIN_TOKEN: TOKEN };
+    const before: Sent = { acked: [], slowestMs: 0, stopped: false };
+    const meanwhile = batchOf(9, 0);
+    const full = join(backups, "full");
+    const lines: DoorLine[] = [];
+    let acked = -1;
+    try {
+      const senders = [0, 1].map((id) => sender(service.url, id, before));
+      await untilAcked(before, 500);
+      before.stopped = true;
+      await Promise.all(senders); // from here nothing is sent but `meanwhile`
+
+      // the door's own answer: a line a report, the outcome last
+      const response = await fetch(`${service.started.admin}/admin/backup`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${TOKEN}`, accept: "application/x-ndjson" },
+        body: JSON.stringify({ dest: full }),
+      });
+      expect([response.status, response.headers.get("content-type")]).toEqual([200, "application/x-ndjson"]);
+      const reading = (async () => {
+        let text = "";
+        for await (const chunk of response.body!) {
+          text += new TextDecoder().decode(chunk);
+          for (let end = text.indexOf("\n"); end >= 0; end = text.indexOf("\n")) {
+            lines.push(JSON.parse(text.slice(0, end)) as DoorLine);
+            text = text.slice(end + 1);
+          }
+        }
+      })();
+      // the answer began: the engine's statement runs, so this batch's flush comes after the backup's moment, once
+      // the engine has taken the parts (until then, ingest is held)
+      const posted = await fetch(`${service.url}/batch/`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ api_key: KEY, batch: meanwhile }),
+      });
+      expect(posted.status).toBe(200);
+      acked = lines.length;
+      await reading;
+    } finally {
+      before.stopped = true;
+    }
+    const outcome = lines.at(-1)!;
+    const progress = lines.slice(0, -1).map((line) => line.progress!);
+    console.log(
+      `followed: ${progress.length} progress lines, the batch acknowledged after ${acked}; ${outcome.seconds} s, ` +
+        `ingest paused ${outcome.paused} s; ${JSON.stringify(progress.at(-1))}`,
+    );
+    expect(outcome).toMatchObject({ status: "ok", backup: full, base: null });
+    expect(outcome.paused).toBeGreaterThan(0);
+    expect(progress.every((p) => p !== undefined)).toBe(true);
+    // seen while it copied: the parts counted, not all of them copied yet
+    expect(progress.some((p) => p.files > 0 && p.bytes < p.totalBytes)).toBe(true);
+    // the batch was stored while the engine still copied: the hold had ended before the copy did (a report of the
+    // engine made after the flush, counting its events; were ingest held to the end, every report would count none)
+    expect(progress.some((p) => p.ingested === BATCH)).toBe(true);
+    expect(progress.every((p) => p.ingested === 0 || p.ingested === BATCH)).toBe(true);
+
+    // the engine unable to finish (its directory replaced by a file while it copies): exit 1, nothing left
+    const broken = join(backups, "broken");
+    const failing = runCommand(["backup", broken], client);
+    while (!existsSync(join(broken, "data"))) await Bun.sleep(5);
+    for (let replaced = false; !replaced; ) {
+      rmSync(broken, { recursive: true, force: true });
+      try {
+        writeFileSync(broken, "", { flag: "wx" });
+        replaced = true;
+      } catch {
+        // the engine made the directory again meanwhile
+      }
+    }
+    const failed = await failing;
+    expect([failed.code, failed.stdout]).toEqual([1, ""]);
+    expect(failed.stderr).toStartWith("ingest backup: The backup failed, and made no backup: ");
+    expect(existsSync(broken)).toBe(false);
+
+    // on a terminal: a bar redrawn while it copies; the service gone meanwhile: the answer ends without an
+    // outcome, exit 1, the reason after the bar
+    const gone = join(backups, "gone");
+    const shown = await backupOnTerminal(client, [gone], async (written) => {
+      while (barsOf(written()).length === 0 && service.child.exitCode === null) await Bun.sleep(5);
+      service.child.kill("SIGKILL");
+      await service.child.exited;
+    });
+    const bars = barsOf(shown.written);
+    const after = shown.written.slice(shown.written.lastIndexOf(ERASE) + ERASE.length).trim();
+    console.log(`on a terminal: ${bars.length} bars, the last ${JSON.stringify(bars.at(-1))}`);
+    expect(shown.code).toBe(1);
+    expect(bars[0]).toMatch(/^\[[#-]{24}\] +\d+% {2}.* of .*\/s.* {2}\d+ events ingested since$/);
+    expect(after).toStartWith(`ingest backup: the answer from ${client.ADMIN_URL} ended before the backup did`);
+    expect(existsSync(join(gone, MANIFEST))).toBe(false);
+
+    const restored = processEnv({ PUBLIC_API_KEYS: KEY, CLICKHOUSE_DATABASE: env.CLICKHOUSE_DATABASE! });
+    expect((await restore(restored, full)).code).toBe(0);
+    const all = new Set([...before.acked.flatMap((b) => b.uuids), ...meanwhile.map((e) => e.uuid as string)]);
+    await expectRestored(restored, ackedBefore(before, Date.now()), all);
+    const late = meanwhile.map((event) => `'${event.uuid}'`).join(", ");
+    const [found] = await queryRows<{ n: number | string }>(
+      restored,
+      `SELECT count() AS n FROM {db}.events WHERE uuid IN (${late})`,
+    );
+    expect(Number(found!.n)).toBe(0);
+  }, 240_000);
 });

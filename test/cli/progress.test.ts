@@ -73,4 +73,13 @@ describe("copyLine", () => {
     );
     expect(copyLine({ bytes: 5_300, totalBytes: 0, files: 1, seconds: 1 })).toBe("5.3 KB copied  5.3 KB/s");
   });
+
+  test("through a running service, the events it has ingested since the backup's moment", () => {
+    expect(copyLine({ bytes: 412_000_000, totalBytes: 1_100_000_000, files: 10, seconds: 2, ingested: 3200 })).toBe(
+      "[#########---------------]  37%  412 MB of 1.1 GB  206 MB/s  0:04 left  3,200 events ingested since",
+    );
+    expect(copyLine({ bytes: 5_300, totalBytes: 0, files: 1, seconds: 1, ingested: 0 })).toBe(
+      "5.3 KB copied  5.3 KB/s  0 events ingested since",
+    );
+  });
 });

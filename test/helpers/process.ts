@@ -115,6 +115,15 @@ export async function queryRows<Row>(env: Record<string, string>, sql: string): 
   return JSON.parse(stdout) as Row[];
 }
 
+/** Runs `statements` in order against the data of a stopped service, from a process of its own (as queryRows). */
+export async function runStatements(env: Record<string, string>, ...statements: string[]): Promise<void> {
+  const { stderr, code } = await captured(
+    [process.execPath, join(import.meta.dir, "write-sql.ts"), ...statements],
+    env,
+  );
+  if (code !== 0) throw new Error(`write-sql failed (${code}): ${stderr}`);
+}
+
 /** A process's resident memory in MiB, from /proc. */
 export function rssMiB(pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? Number.NaN) / 1024;

@@ -4,12 +4,20 @@ import { literal, quoteIdentifier } from "../sql";
 import { syncTree, treeBytes } from "./files";
 import { type BackupManifest, newManifest, readBackup, type TableStats, writeManifest } from "./manifest";
 
-/** How far a backup or restore has got: bytes of the database's parts copied, of about `totalBytes`. */
+/**
+ * How far a backup or restore has got: bytes of the database's parts copied, of about `totalBytes` (0: not known,
+ * as for an incremental backup, which copies only what its base lacks).
+ */
 export interface CopyProgress {
   readonly bytes: number;
   readonly totalBytes: number;
   readonly files: number;
   readonly seconds: number;
+  /**
+   * Through a running service: the events it has stored since the engine took the parts (none until then, while
+   * ingest is held): ingest going on during the copy. They are not in this backup; the next one has them.
+   */
+  readonly ingested?: number;
 }
 
 /** How often the engine is asked how a backup or restore is getting on. */
@@ -67,7 +75,9 @@ export async function backupDatabase(
         // the engine counts the backup's files once it has taken every table's parts (and linked them): from then
         // on what is written is not in it, so the writers may go on while it copies
         if (row.num_files > 0 || row.status !== "CREATING_BACKUP") listed();
-        onProgress({ bytes: row.total_size, totalBytes, files: row.num_files, seconds: since(started) });
+        // total_size is every file of the backup, its base's included: only a full backup copies all of them
+        const total = base === undefined ? row.total_size || totalBytes : 0;
+        onProgress({ bytes: row.uncompressed_size, totalBytes: total, files: row.num_files, seconds: since(started) });
       },
     );
     await Promise.race([parts, finished]);
@@ -161,12 +171,17 @@ export async function tableStats(db: ClickHouse): Promise<Record<string, TableSt
   return Object.fromEntries(rows.map((row) => [row.name, { rows: Number(row.rows), bytes: Number(row.bytes) }]));
 }
 
-/** A row of `system.backups`, as far as it is read here. */
+/**
+ * A row of `system.backups`, as far as it is read here. A backup's `num_files` and `total_size` are counted once
+ * its parts are taken, before it copies any; `uncompressed_size` then grows by each file written (the base's
+ * files, not copied, not counted). A restore counts `files_read` and `bytes_read`.
+ */
 interface BackupRow {
   readonly status: string;
   readonly error: string;
   readonly num_files: number;
   readonly total_size: number;
+  readonly uncompressed_size: number;
   readonly files_read: number;
   readonly bytes_read: number;
 }
@@ -185,7 +200,7 @@ async function untilDone(
   if (started === undefined) throw new BackupFailed("the engine did not start it");
   for (;;) {
     const [raw] = await db.rows<Record<keyof BackupRow, string | number>>(
-      `SELECT status, error, num_files, total_size, files_read, bytes_read FROM system.backups WHERE id = ${literal(started.id)}`,
+      `SELECT status, error, num_files, total_size, uncompressed_size, files_read, bytes_read FROM system.backups WHERE id = ${literal(started.id)}`,
     );
     if (raw === undefined) throw new BackupFailed(`the engine lost track of ${started.id}`);
     const row: BackupRow = {
@@ -193,6 +208,7 @@ async function untilDone(
       error: String(raw.error),
       num_files: Number(raw.num_files),
       total_size: Number(raw.total_size),
+      uncompressed_size: Number(raw.uncompressed_size),
       files_read: Number(raw.files_read),
       bytes_read: Number(raw.bytes_read),
     };

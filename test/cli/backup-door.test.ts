@@ -329,58 +329,59 @@ describe.skipIf(!embedded)("ingest backup through the door, followed as it goes"
       expect(posted.status).toBe(200);
       acked = lines.length;
       await reading;
+      const outcome = lines.at(-1)!;
+      const progress = lines.slice(0, -1).map((line) => line.progress!);
+      console.log(
+        `followed: ${progress.length} progress lines, the batch acknowledged after ${acked}; ${outcome.seconds} s, ` +
+          `ingest paused ${outcome.paused} s; ${JSON.stringify(progress.at(-1))}`,
+      );
+      expect(outcome).toMatchObject({ status: "ok", backup: full, base: null });
+      expect(outcome.paused).toBeGreaterThan(0);
+      expect(progress.every((p) => p !== undefined)).toBe(true);
+      // seen while it copied: the parts counted, not all of them copied yet
+      expect(progress.some((p) => p.files > 0 && p.bytes < p.totalBytes)).toBe(true);
+      // the batch was stored while the engine still copied: the hold had ended before the copy did (a report of the
+      // engine made after the flush, counting its events; were ingest held to the end, every report would count none)
+      expect(progress.some((p) => p.ingested === BATCH)).toBe(true);
+      expect(progress.every((p) => p.ingested === 0 || p.ingested === BATCH)).toBe(true);
+
+      // the engine unable to finish (its directory replaced by a file while it copies): exit 1, nothing left
+      const broken = join(backups, "broken");
+      const failing = runCommand(["backup", broken], client);
+      while (!existsSync(join(broken, "data"))) await Bun.sleep(5);
+      for (let replaced = false; !replaced; ) {
+        rmSync(broken, { recursive: true, force: true });
+        try {
+          writeFileSync(broken, "", { flag: "wx" });
+          replaced = true;
+        } catch {
+          // the engine made the directory again meanwhile
+        }
+      }
+      const failed = await failing;
+      expect([failed.code, failed.stdout]).toEqual([1, ""]);
+      expect(failed.stderr).toStartWith("ingest backup: The backup failed, and made no backup: ");
+      expect(existsSync(broken)).toBe(false);
+
+      // on a terminal: a bar redrawn while it copies; the service gone meanwhile: the answer ends without an
+      // outcome, exit 1, the reason after the bar
+      const gone = join(backups, "gone");
+      const shown = await backupOnTerminal(client, [gone], async (written) => {
+        while (barsOf(written()).length === 0 && service.child.exitCode === null) await Bun.sleep(5);
+        service.child.kill("SIGKILL");
+        await service.child.exited;
+      });
+      const bars = barsOf(shown.written);
+      const after = shown.written.slice(shown.written.lastIndexOf(ERASE) + ERASE.length).trim();
+      console.log(`on a terminal: ${bars.length} bars, the last ${JSON.stringify(bars.at(-1))}`);
+      expect(shown.code).toBe(1);
+      expect(bars[0]).toMatch(/^\[[#-]{24}\] +\d+% {2}.* of .*\/s.* {2}\d+ events ingested since$/);
+      expect(after).toStartWith(`ingest backup: the answer from ${client.ADMIN_URL} ended before the backup did`);
+      expect(existsSync(join(gone, MANIFEST))).toBe(false);
     } finally {
       before.stopped = true;
+      if (service.child.exitCode === null) service.child.kill("SIGKILL"); // a failure part-way leaves none behind
     }
-    const outcome = lines.at(-1)!;
-    const progress = lines.slice(0, -1).map((line) => line.progress!);
-    console.log(
-      `followed: ${progress.length} progress lines, the batch acknowledged after ${acked}; ${outcome.seconds} s, ` +
-        `ingest paused ${outcome.paused} s; ${JSON.stringify(progress.at(-1))}`,
-    );
-    expect(outcome).toMatchObject({ status: "ok", backup: full, base: null });
-    expect(outcome.paused).toBeGreaterThan(0);
-    expect(progress.every((p) => p !== undefined)).toBe(true);
-    // seen while it copied: the parts counted, not all of them copied yet
-    expect(progress.some((p) => p.files > 0 && p.bytes < p.totalBytes)).toBe(true);
-    // the batch was stored while the engine still copied: the hold had ended before the copy did (a report of the
-    // engine made after the flush, counting its events; were ingest held to the end, every report would count none)
-    expect(progress.some((p) => p.ingested === BATCH)).toBe(true);
-    expect(progress.every((p) => p.ingested === 0 || p.ingested === BATCH)).toBe(true);
-
-    // the engine unable to finish (its directory replaced by a file while it copies): exit 1, nothing left
-    const broken = join(backups, "broken");
-    const failing = runCommand(["backup", broken], client);
-    while (!existsSync(join(broken, "data"))) await Bun.sleep(5);
-    for (let replaced = false; !replaced; ) {
-      rmSync(broken, { recursive: true, force: true });
-      try {
-        writeFileSync(broken, "", { flag: "wx" });
-        replaced = true;
-      } catch {
-        // the engine made the directory again meanwhile
-      }
-    }
-    const failed = await failing;
-    expect([failed.code, failed.stdout]).toEqual([1, ""]);
-    expect(failed.stderr).toStartWith("ingest backup: The backup failed, and made no backup: ");
-    expect(existsSync(broken)).toBe(false);
-
-    // on a terminal: a bar redrawn while it copies; the service gone meanwhile: the answer ends without an
-    // outcome, exit 1, the reason after the bar
-    const gone = join(backups, "gone");
-    const shown = await backupOnTerminal(client, [gone], async (written) => {
-      while (barsOf(written()).length === 0 && service.child.exitCode === null) await Bun.sleep(5);
-      service.child.kill("SIGKILL");
-      await service.child.exited;
-    });
-    const bars = barsOf(shown.written);
-    const after = shown.written.slice(shown.written.lastIndexOf(ERASE) + ERASE.length).trim();
-    console.log(`on a terminal: ${bars.length} bars, the last ${JSON.stringify(bars.at(-1))}`);
-    expect(shown.code).toBe(1);
-    expect(bars[0]).toMatch(/^\[[#-]{24}\] +\d+% {2}.* of .*\/s.* {2}\d+ events ingested since$/);
-    expect(after).toStartWith(`ingest backup: the answer from ${client.ADMIN_URL} ended before the backup did`);
-    expect(existsSync(join(gone, MANIFEST))).toBe(false);
 
     const restored = processEnv({ PUBLIC_API_KEYS: KEY, CLICKHOUSE_DATABASE: env.CLICKHOUSE_DATABASE! });
     expect((await restore(restored, full)).code).toBe(0);

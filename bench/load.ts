@@ -1,5 +1,5 @@
 /**
- * `npm run bench [web|web-compare|http|mix|new|persons|query|queries|instances|geoip]`: the service as its own process on a
+ * `npm run bench [web|web-compare|http|mix|new|persons|query|queries|instances|geoip|backup]`: the service as its own process on a
  * fresh data directory, driven by wrk (a separate load generator) with batches of 100 events, against the engine's
  * own insert rate for the same rows, measured in the same run. Never part of .ci/run.
  *
@@ -16,6 +16,8 @@
  *   queries  what analysts run (PostHog's insights) on BENCH_EVENTS web events, each on the baseline layout and the
  *            typed one, and the web load's rate with and without the typed column (bench/queries.ts)
  *   instances  the mix load over 1, 2 and 3 instances sharing one engine (its writable query port)
+ *   backup   backup and restore of BENCH_BACKUP_EVENTS imported events timed, then the http load with and without
+ *            backups looping through the admin door (bench/backup.ts)
  *
  * The service's own settings pass through (e.g. FLUSH_LINGER_MS=0) and are printed first.
  * BENCH_SECONDS (30) and BENCH_CONNECTIONS (16) set the load; BENCH_PEOPLE (1,000,000) the large population of
@@ -28,6 +30,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { runBackupBench } from "./backup";
 import { runGeoIp } from "./geoip";
 import { ensureWrk, fmt, running, stop, TUNING } from "./harness";
 import { runImportBench } from "./import";
@@ -50,7 +53,8 @@ const MODE = (process.argv[2] ?? "http") as
   | "queries"
   | "instances"
   | "import"
-  | "geoip";
+  | "geoip"
+  | "backup";
 
 /**
  * new: new visitors against known ones, in one run: each a fresh service, known visitors (the `http` load) first
@@ -88,6 +92,7 @@ try {
   else if (MODE === "import") await runImportBench(work);
   else if (MODE === "new") await runNewVisitors(work);
   else if (MODE === "geoip") await runGeoIp(work);
+  else if (MODE === "backup") await runBackupBench(work);
   else if (MODE === "web") await runLoad(work, webLoad());
   else if (MODE === "web-compare") await runWebCompare(work);
   else await runLoad(work, syntheticLoad({ shape: MODE === "http" ? "known" : MODE, people: PEOPLE }, MODE));

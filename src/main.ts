@@ -95,8 +95,8 @@ async function main(args: readonly string[]): Promise<void> {
   const adminServer = serveAdmin(config, {
     token: config.adminToken,
     forget: (ids) => storage.forget(ids),
-    backup: serviceBackup(config.clickhouse, config.backupDir, (dest, base, onProgress) =>
-      storage.backup(dest, base, onProgress),
+    backup: serviceBackup(config.clickhouse, config.backupDir, (request, onProgress) =>
+      storage.backup(request, onProgress),
     ),
     observer: adminObserver(log),
   });

@@ -1,5 +1,5 @@
 import { type CopyProgress, MANIFEST } from "../storage";
-import { BACKUP_PROGRESS_TYPE } from "../telemetry";
+import { BACKUP_PROGRESS_TYPE, type BackupRequest } from "../telemetry";
 import { failed, refuse } from "./backup-common";
 import { copyProgressView, throttled } from "./progress";
 
@@ -17,14 +17,14 @@ export function doorOf(url: string | undefined, env: NodeJS.ProcessEnv): Door | 
 }
 
 /**
- * Asks the service's admin door to back up into `dest` (on `base`), both absolute, follows its progress (as the
+ * Asks the service's admin door to back up as `request` says (`dest`, on `base`, both absolute; `bandwidth` in bytes
+ * a second), follows its progress (as the
  * command does on a stopped directory, on standard error) and prints its summary. Undefined when nothing answers
  * at a door that was only assumed (ADMIN_PORT), so that the data directory is tried instead.
  */
 export async function backupThroughDoor(
   door: Door,
-  dest: string,
-  base: string | undefined,
+  request: BackupRequest,
   token: string,
 ): Promise<number | undefined> {
   if (token === "") {
@@ -42,7 +42,7 @@ export async function backupThroughDoor(
         "content-type": "application/json",
         accept: `${BACKUP_PROGRESS_TYPE}, application/json`,
       },
-      body: JSON.stringify({ dest, base: base ?? null }),
+      body: JSON.stringify({ ...request, base: request.base ?? null }),
       // the answer is silent while ingest's flushes under way finish (a forget's, minutes) and while the backup is
       // synced to disk: the service's door never cuts it either
       timeout: false,

@@ -6,12 +6,15 @@ import { commandArgs, commandConfig, dataDirProblem, failed, onServer, refuse } 
 import { backupThroughDoor, doorOf } from "./backup-door";
 import { copyProgressView, throttled } from "./progress";
 
-const BACKUP_USAGE = `Usage: ingest backup [--url URL] [--data-dir DIR] [--base PREVIOUS] DEST
+const BACKUP_USAGE = `Usage: ingest backup [--url URL] [--data-dir DIR] [--base PREVIOUS] [--bandwidth MB] DEST
 
 Copies every table of the service's database (CLICKHOUSE_DATABASE) into DEST, a new or empty directory, with the
 engine's own BACKUP: one consistent copy, which ingest restore puts back. With --base, a backup in the same
 directory as DEST, only what changed since it is copied (restoring DEST then needs PREVIOUS, and its own base,
 beside it). DEST is a backup once its manifest, ingest-backup.json, is written, last.
+
+With --bandwidth, the engine reads at most MB megabytes (millions of bytes) a second for the copy, leaving the
+rest of the disk to ingest; taking the parts is not slowed.
 
 It asks a running service's admin door: --url, else ADMIN_URL, else http://127.0.0.1:$ADMIN_PORT, with
 ADMIN_TOKEN; the service must have BACKUP_DIR, and DEST must be directly in it. Ingest is held until the engine
@@ -30,15 +33,27 @@ export async function backupCommand(args: readonly string[], env = process.env):
   const parsed = commandArgs(
     "backup",
     args,
-    { base: { type: "string" }, "data-dir": { type: "string" }, url: { type: "string" } },
+    {
+      base: { type: "string" },
+      "data-dir": { type: "string" },
+      url: { type: "string" },
+      bandwidth: { type: "string" },
+    },
     BACKUP_USAGE,
   );
   if (typeof parsed === "number") return parsed;
   const dest = resolve(parsed.path);
   const base = typeof parsed.values.base === "string" ? resolve(parsed.values.base) : undefined;
+  const bandwidth = bytesPerSecond(parsed.values.bandwidth);
+  if (bandwidth === null) {
+    return refuse(
+      "backup",
+      `--bandwidth takes megabytes a second, a number above 0 (was "${parsed.values.bandwidth}")`,
+    );
+  }
   const door = doorOf(typeof parsed.values.url === "string" ? parsed.values.url : undefined, env);
   if (door !== undefined) {
-    const answered = await backupThroughDoor(door, dest, base, env.ADMIN_TOKEN ?? "");
+    const answered = await backupThroughDoor(door, { dest, base, bandwidth }, env.ADMIN_TOKEN ?? "");
     if (answered !== undefined) return answered;
   }
   const config = commandConfig(env, parsed.values["data-dir"]);
@@ -72,12 +87,11 @@ export async function backupCommand(args: readonly string[], env = process.env):
     const manifest = await intoDestination(dest, async () => {
       // BACKUP may write only in DEST's directory (engine/open.ts): File('DEST') is a name there, as is the base
       db = await ClickHouse.connect(config.clickhouse, { backupsDir: dirname(dest) });
-      return backupDatabase(
-        db,
-        dest,
+      return backupDatabase(db, dest, {
         base,
-        throttled(progress.everyMs, (p) => progress.show(p)),
-      );
+        bandwidth,
+        onProgress: throttled(progress.everyMs, (p) => progress.show(p)),
+      });
     });
     progress.end();
     process.stdout.write(`${JSON.stringify({ ...backupSummary(dest, base, manifest), via: "directly" })}\n`);
@@ -89,4 +103,11 @@ export async function backupCommand(args: readonly string[], env = process.env):
   } finally {
     await db?.close();
   }
+}
+
+/** `--bandwidth MB` in bytes a second: undefined when not given, null when not a number above 0. */
+function bytesPerSecond(megabytes: string | boolean | undefined): number | undefined | null {
+  if (megabytes === undefined) return undefined;
+  const value = typeof megabytes === "string" && megabytes.trim() !== "" ? Number(megabytes) : Number.NaN;
+  return Number.isFinite(value) && value > 0 ? Math.max(1, Math.round(value * 1e6)) : null;
 }

@@ -17,7 +17,8 @@ export const BACKUP_PATH = "/admin/backup";
 const UNCHANGED_EVERY_MS = 1000;
 
 /**
- * `POST /admin/backup` with `{"dest": "/abs/DIR", "base": "/abs/PREVIOUS"}` (base optional): the answer of the
+ * `POST /admin/backup` with `{"dest": "/abs/DIR", "base": "/abs/PREVIOUS", "bandwidth": BYTES_A_SECOND}` (base and
+ * bandwidth optional): the answer of the
  * service (write/backup.ts), or 400 for a body that does not name absolute paths. Without a backup to call (a
  * service that cannot back up), 409.
  */
@@ -93,18 +94,29 @@ export function followsProgress(request: Request): boolean {
   return (request.headers.get("accept") ?? "").includes(BACKUP_PROGRESS_TYPE);
 }
 
-/** The destination and base a body names, as absolute paths; or the sentence saying what is wrong with it. */
+/**
+ * The destination and base a body names, as absolute paths, and the bandwidth; or the sentence saying what is
+ * wrong with it.
+ */
 function requestOf(body: string): BackupRequest | string {
-  let parsed: { dest?: unknown; base?: unknown } | undefined;
+  let parsed: { dest?: unknown; base?: unknown; bandwidth?: unknown } | undefined;
   try {
     parsed = JSON.parse(body) as typeof parsed;
   } catch {
     parsed = undefined;
   }
-  const { dest, base } = parsed ?? {};
+  const { dest, base, bandwidth } = parsed ?? {};
   const absolute = (path: unknown) => typeof path === "string" && isAbsolute(path);
   if (!absolute(dest) || !(base === undefined || base === null || absolute(base))) {
     return 'The body must be a JSON object with "dest" (and "base", if any), absolute paths';
   }
-  return { dest: resolve(dest as string), base: typeof base === "string" ? resolve(base) : undefined };
+  const limited = typeof bandwidth === "number" && Number.isFinite(bandwidth) && bandwidth >= 1;
+  if (!(bandwidth === undefined || bandwidth === null || limited)) {
+    return '"bandwidth" must be a number of bytes a second, at least 1';
+  }
+  return {
+    dest: resolve(dest as string),
+    base: typeof base === "string" ? resolve(base) : undefined,
+    bandwidth: limited ? bandwidth : undefined,
+  };
 }

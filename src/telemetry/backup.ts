@@ -10,10 +10,11 @@
  */
 export const BACKUP_PROGRESS_TYPE = "application/x-ndjson";
 
-/** What the door was asked: absolute paths, DEST and the base. */
+/** What the door was asked: absolute paths, DEST and the base; and how fast the engine may read (bytes a second). */
 export interface BackupRequest {
   readonly dest: string;
   readonly base: string | undefined;
+  readonly bandwidth?: number | undefined;
 }
 
 /**

@@ -13,13 +13,13 @@ export function serviceBackup(
   clickhouse: ClickHouseConfig,
   backupDir: string | undefined,
   make: (
-    dest: string,
-    base: string | undefined,
+    request: BackupRequest,
     onProgress: (progress: BackupProgress) => void,
   ) => Promise<{ manifest: BackupManifest; paused: number }>,
 ): BackupThroughService {
   let running = false;
-  return async ({ dest, base }: BackupRequest, onProgress = () => {}): Promise<BackupAnswer> => {
+  return async (request: BackupRequest, onProgress = () => {}): Promise<BackupAnswer> => {
+    const { dest, base } = request;
     if (clickhouse.kind === "server") {
       return {
         status: 409,
@@ -48,7 +48,7 @@ export function serviceBackup(
     if (running) return { status: 409, error: "A backup is under way already: wait for it, then ask again" };
     running = true;
     try {
-      const { manifest, paused } = await intoDestination(dest, () => make(dest, base, onProgress));
+      const { manifest, paused } = await intoDestination(dest, () => make(request, onProgress));
       const summary = { ...backupSummary(dest, base, manifest), paused: Math.round(paused * 1000) / 1000 };
       return { status: 200, summary };
     } catch (error) {

@@ -25,7 +25,7 @@ import {
   type StorageUsage,
   tuneEmbeddedEngine,
 } from "../storage";
-import type { FlushPhases, ForgetOutcome, IdentityRows, StorageObserver } from "../telemetry";
+import type { BackupRequest, FlushPhases, ForgetOutcome, IdentityRows, StorageObserver } from "../telemetry";
 import { DISK_WATCH, DiskWatch } from "./disk-watch";
 import { planErasure } from "./erasure-plan";
 import { finishErasure, startErasure } from "./forget";
@@ -252,14 +252,14 @@ export class Storage implements EventSink {
 
   /**
    * `ingest backup` through the running service (docs/operations.md#backup-and-restore): the database into `dest`,
-   * directly in `BACKUP_DIR`, with flushes and repair sweeps held while the engine's BACKUP runs (ingest pauses that
-   * long), so that every table is copied as of one moment between flushes. `paused`: seconds from asking for the
-   * hold (flushes under way finish first, none starts) to its release. `onProgress` is told how the copy goes, with
-   * the events stored since the hold ended (`CopyProgress.ingested`).
+   * directly in `BACKUP_DIR` (on `base`; the engine reading at most `bandwidth` bytes a second), with flushes and
+   * repair sweeps held until the engine has taken every table's parts (`backupDatabase`), so that every table is
+   * copied as of one moment between flushes. `paused`: seconds from asking for the hold (flushes under way finish
+   * first, none starts) to its release. `onProgress` is told how the copy goes, with the events stored since the
+   * hold ended (`CopyProgress.ingested`).
    */
   async backup(
-    dest: string,
-    base: string | undefined,
+    { dest, base, bandwidth }: BackupRequest,
     onProgress: (progress: CopyProgress) => void = () => {},
   ): Promise<{ manifest: BackupManifest; paused: number }> {
     let paused = 0;
@@ -275,7 +275,7 @@ export class Storage implements EventSink {
     };
     const progress = (copied: CopyProgress) =>
       onProgress({ ...copied, ingested: this.#eventsStored - (storedAtRelease ?? this.#eventsStored) });
-    const manifest = await backupDatabase(this.#db, dest, base, progress, hold);
+    const manifest = await backupDatabase(this.#db, dest, { base, bandwidth, onProgress: progress, hold });
     return { manifest, paused };
   }
 

@@ -192,6 +192,15 @@ describe.skipIf(!embedded)("ingest backup through a running service's admin door
       const body = JSON.stringify({ dest: join(backups, "one") });
       const bare = await fetch(`${admin}/admin/backup`, { method: "POST", body });
       expect([bare.status, bare.headers.get("www-authenticate")]).toEqual([401, "Bearer"]);
+      const slowest = await fetch(`${admin}/admin/backup`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${TOKEN}` },
+        body: JSON.stringify({ dest: join(backups, "one"), bandwidth: 0 }),
+      });
+      expect([slowest.status, await slowest.json()]).toEqual([
+        400,
+        { status: "error", error: '"bandwidth" must be a number of bytes a second, at least 1' },
+      ]);
       const wrong = await backup({ PATH: env.PATH!, ADMIN_URL: admin, ADMIN_TOKEN: `${TOKEN}x` }, join(backups, "a"));
       expect(wrong).toEqual({
         code: 2,
@@ -241,14 +250,17 @@ describe.skipIf(!embedded)("ingest backup through a running service's admin door
 });
 
 /**
- * A table of random bytes (incompressible) in the service's database: 20 columns, so the engine copies it as
- * many files (each of its own length: equal files would be copied once), and enough of it (about 240 MB) that a
- * backup is still copying when a flush has been acknowledged.
+ * A table of random bytes (incompressible) in the service's database, about 24 MB in 20 files (each of its own
+ * length: equal files would be copied once), which the engine copies at `BANDWIDTH`: for a few seconds, however
+ * fast the disk, so that a flush acknowledged meanwhile, a bar drawn and a process stopped all fall within it.
  */
 const BALLAST = `CREATE TABLE {db}.ballast ENGINE = MergeTree ORDER BY tuple() AS SELECT ${Array.from(
   { length: 20 },
   (_, i) => `randomString(${50 + i}) AS c${i}`,
-).join(", ")} FROM numbers(200000)`;
+).join(", ")} FROM numbers(20000)`;
+
+/** Bytes a second the engine may read for these backups (`--bandwidth` 8). */
+const BANDWIDTH = 8_000_000;
 
 /** A line of the door's answer followed as it goes (src/http/admin-backup.ts). */
 interface DoorLine {
@@ -306,7 +318,7 @@ describe.skipIf(!embedded)("ingest backup through the door, followed as it goes"
       const response = await fetch(`${service.started.admin}/admin/backup`, {
         method: "POST",
         headers: { authorization: `Bearer ${TOKEN}`, accept: "application/x-ndjson" },
-        body: JSON.stringify({ dest: full }),
+        body: JSON.stringify({ dest: full, bandwidth: BANDWIDTH }),
       });
       expect([response.status, response.headers.get("content-type")]).toEqual([200, "application/x-ndjson"]);
       const reading = (async () => {
@@ -347,7 +359,7 @@ describe.skipIf(!embedded)("ingest backup through the door, followed as it goes"
 
       // the engine unable to finish (its directory replaced by a file while it copies): exit 1, nothing left
       const broken = join(backups, "broken");
-      const failing = runCommand(["backup", broken], client);
+      const failing = runCommand(["backup", "--bandwidth", "8", broken], client);
       while (!existsSync(join(broken, "data"))) await Bun.sleep(5);
       for (let replaced = false; !replaced; ) {
         rmSync(broken, { recursive: true, force: true });
@@ -366,7 +378,7 @@ describe.skipIf(!embedded)("ingest backup through the door, followed as it goes"
       // on a terminal: a bar redrawn while it copies; the service gone meanwhile: the answer ends without an
       // outcome, exit 1, the reason after the bar
       const gone = join(backups, "gone");
-      const shown = await backupOnTerminal(client, [gone], async (written) => {
+      const shown = await backupOnTerminal(client, ["--bandwidth", "8", gone], async (written) => {
         while (barsOf(written()).length === 0 && service.child.exitCode === null) await Bun.sleep(5);
         service.child.kill("SIGKILL");
         await service.child.exited;

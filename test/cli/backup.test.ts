@@ -177,8 +177,16 @@ describe.skipIf(!embedded)("ingest backup and restore", () => {
     const tuesday = await backup(env, "--base", join(backups, "monday"), join(backups, "tuesday"));
     expect([tuesday.code, tuesday.stderr]).toEqual([0, ""]);
     await withService(env, (url) => ingestRound(url, 2, 10));
-    const wednesday = await backup(env, "--base", join(backups, "tuesday"), join(backups, "wednesday"));
-    expect(wednesday.code).toBe(0);
+    // a bandwidth beside the base: both are the engine's settings of one statement
+    const wednesday = await backup(
+      env,
+      "--base",
+      join(backups, "tuesday"),
+      "--bandwidth",
+      "500",
+      join(backups, "wednesday"),
+    );
+    expect([wednesday.code, wednesday.stderr]).toEqual([0, ""]);
     const original = await contents(env);
     const incremental = JSON.parse(wednesday.stdout);
     expect(incremental.base).toBe(join(backups, "tuesday"));
@@ -319,6 +327,8 @@ describe.skipIf(!embedded)("ingest backup and restore", () => {
       [["--base", stranger, join(backups, "next")], "is not a backup of ingest"],
       [["--base", full, elsewhere], "must be in the directory the new backup goes in"],
       [[join(backups, "b.zip")], "must name a directory"],
+      [["--bandwidth", "0", join(backups, "c")], '--bandwidth takes megabytes a second, a number above 0 (was "0")'],
+      [["--bandwidth", "fast", join(backups, "c")], "--bandwidth takes megabytes a second"],
       [[join(env.DATA_DIR!, "inside")], "must not be inside one another"],
     ];
     for (const [args, says] of refusals) {

@@ -12,6 +12,7 @@ export {
 } from "./manifest";
 export {
   BackupFailed,
+  type BackupOptions,
   backupDatabase,
   type CopyProgress,
   type Hold,

@@ -34,11 +34,22 @@ export class BackupFailed extends Error {
 /** Runs the copy with the database's writers held (a running service's flushes), and returns what it returns. */
 export type Hold = <T>(copy: () => Promise<T>) => Promise<T>;
 
+/** How `backupDatabase` backs up, beyond where to. */
+export interface BackupOptions {
+  /** A backup beside the new one: only what it lacks is copied. */
+  readonly base?: string | undefined;
+  /** Most bytes a second the engine reads for the copy (`max_backup_bandwidth`); none: as fast as it can. */
+  readonly bandwidth?: number | undefined;
+  readonly onProgress?: (progress: CopyProgress) => void;
+  readonly hold?: Hold;
+}
+
 /**
  * Backs up every table and view of `db`'s database into the new directory `dest`, with the engine's own `BACKUP`
  * (`File` in the directory the engine may use, which must be `dest`'s parent: engine/open.ts `backupsDir`), then
  * syncs it and writes its manifest last (manifest.ts). With `base` (a backup beside `dest`), only the files the
- * base does not hold are copied: every data part is immutable, so a part the base has is named, not copied.
+ * base does not hold are copied: every data part is immutable, so a part the base has is named, not copied. With
+ * `bandwidth`, the engine copies no faster (the parts are taken as quickly), leaving the disk to the writers.
  *
  * One statement for the whole database: the engine lists every table's parts before it copies any, so the copy is
  * of one moment, however long the copying takes. On a stopped data directory that is exactly its state. A running
@@ -50,15 +61,17 @@ export type Hold = <T>(copy: () => Promise<T>) => Promise<T>;
 export async function backupDatabase(
   db: ClickHouse,
   dest: string,
-  base?: string,
-  onProgress: (progress: CopyProgress) => void = () => {},
-  hold: Hold = (copy) => copy(),
+  { base, bandwidth, onProgress = () => {}, hold = (copy) => copy() }: BackupOptions = {},
 ): Promise<BackupManifest> {
   const started = new Date();
   const baseBackup = base === undefined ? undefined : readBackup(base);
   if (typeof baseBackup === "string") throw new BackupFailed(baseBackup);
   const [engine] = await db.rows<{ version: string }>("SELECT version() AS version");
-  const on = base === undefined ? "" : ` SETTINGS base_backup = File(${literal(basename(base))})`;
+  const settings = [
+    ...(base === undefined ? [] : [`base_backup = File(${literal(basename(base))})`]),
+    ...(bandwidth === undefined ? [] : [`max_backup_bandwidth = ${Math.round(bandwidth)}`]),
+  ];
+  const on = settings.length === 0 ? "" : ` SETTINGS ${settings.join(", ")}`;
   let finished: Promise<string> = Promise.resolve("");
   const tables = await hold(async () => {
     const tables = await tableStats(db);

@@ -5,6 +5,7 @@
  * admin door, under the `http` load in turns without and with backups looping through the door (full ones, back
  * to back, each removed once made: the most a backup schedule could ask), A B B A over BENCH_ROUNDS rounds: the
  * rate and p99 with backups against without, and each backup's pause (the seconds ingest was held) and time.
+ * BENCH_BACKUP_BANDWIDTH (megabytes a second) makes those backups copy no faster (`ingest backup --bandwidth`).
  */
 import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
@@ -24,6 +25,8 @@ import {
 import { event, KEY, PEOPLE, START, writeBodies } from "./workload";
 
 const EVENTS = Number(process.env.BENCH_BACKUP_EVENTS ?? 1_000_000);
+/** `--bandwidth` of the looping backups, megabytes a second; none: as fast as the engine copies. */
+const BANDWIDTH = process.env.BENCH_BACKUP_BANDWIDTH;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const TOKEN = "bench-backup-token-0123456789";
 
@@ -101,7 +104,8 @@ async function compare(service: Service, bodiesFile: string, backups: string): P
   const mean = (values: number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
   const ratios = (values: number[]) => values.map((r) => `×${r.toFixed(2)}`).join(", ");
   console.log(
-    `bench backup: ingest with backups looping through the door, against without, by round: rate ${ratios(rates)} ` +
+    `bench backup: ingest with backups looping through the door${BANDWIDTH === undefined ? "" : ` at ${BANDWIDTH} MB/s`}, ` +
+      `against without, by round: rate ${ratios(rates)} ` +
       `(mean ×${mean(rates).toFixed(2)}), p99 ${ratios(p99s)} (mean ×${mean(p99s).toFixed(2)}); all backups: ${describe(made, ROUNDS)}`,
   );
 }
@@ -114,7 +118,7 @@ async function backupLoop(service: Service, backups: string, round: number, stop
     const response = await fetch(`${service.started.admin}/admin/backup`, {
       method: "POST",
       headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
-      body: JSON.stringify({ dest }),
+      body: JSON.stringify({ dest, ...(BANDWIDTH !== undefined && { bandwidth: Number(BANDWIDTH) * 1e6 }) }),
     });
     const answer = (await response.json()) as { seconds: number; paused: number; error?: string };
     if (!response.ok) throw new Error(`backup through the door: ${response.status} ${answer.error}`);

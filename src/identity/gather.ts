@@ -42,11 +42,11 @@ export async function gatherFacts(
     for (const id of unvisited) visited.add(id);
     const reading = new Set(unvisited);
     const found = near.filter((fact) => reading.has(fact.distinct_id)); // an ID's facts are read once
-    facts.push(...found);
+    for (const fact of found) facts.push(fact); // not push(...found): a spread of a million overflows the stack
     frontier = [...new Set(found.filter((f) => f.kind === "joined" && !visited.has(f.name)).map((f) => f.name))];
   }
   const readIds = new Set(facts.map((fact) => fact.distinct_id));
-  facts.push(...written.filter((fact) => ids.has(fact.distinct_id) && !readIds.has(fact.distinct_id)));
+  for (const fact of written) if (ids.has(fact.distinct_id) && !readIds.has(fact.distinct_id)) facts.push(fact);
   return { facts, together, visited };
 }
 

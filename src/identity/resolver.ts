@@ -191,7 +191,8 @@ export class IdentityResolver {
       else if (cached.size === 1) linkedBefore.set(whole, [...cached][0]!);
     }
     const fromCache = derived.length - readBefore;
-    if (toRead.size > 0) derived.push(...(await this.#readComponents(toRead, current, facts)));
+    if (toRead.size > 0)
+      for (const component of await this.#readComponents(toRead, current, facts)) derived.push(component);
     if (derived.length > 0) this.observeCache("persons", fromCache, derived.length - fromCache);
 
     const personOf = new Map<string, string>();
@@ -210,9 +211,9 @@ export class IdentityResolver {
         : undefined;
       const rows = componentRows(component, (id) => same ?? current.get(id));
       if (rows === undefined) continue;
-      persons.push(...rows.persons);
-      overrides.push(...rows.overrides);
-      distinctIds.push(...rows.links);
+      for (const person of rows.persons) persons.push(person);
+      for (const override of rows.overrides) overrides.push(override);
+      for (const link of rows.links) distinctIds.push(link);
       for (const id of component.members) {
         personOf.set(id, rows.person.id);
         links.set(id, rows.link);

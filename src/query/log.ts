@@ -111,7 +111,7 @@ export class QueryLog {
       exception: query.error?.text.slice(0, MAX_TEXT) ?? "",
     };
     const rows = query.error && !query.error.whileProcessing ? [end] : [start, end];
-    this.#pending.push(...rows.map((row) => JSON.stringify(row)));
+    for (const row of rows) this.#pending.push(JSON.stringify(row));
     this.#timer ??= setTimeout(() => void this.flush(), FLUSH_INTERVAL_MS).unref();
   }
 

@@ -123,11 +123,12 @@ const QUERIES: readonly Query[] = [
          round(avg(duration), 3) AS mean_duration
        FROM (${
          layout.sessions
-           ? `SELECT argMinMerge(distinct_id) AS distinct_id, uniqExactMerge(pageview_count) + uniqExactMerge(screen_count) AS views,
-                uniqExactMerge(autocapture_count) AS autocaptures, dateDiff('second', min(min_timestamp), max(max_timestamp)) AS duration
+           ? `SELECT argMinMerge(distinct_id) AS distinct_id, uniqMerge(pageview_count) + uniqMerge(screen_count) AS views,
+                uniqMerge(autocapture_count) AS autocaptures, dateDiff('second', min(min_timestamp), max(max_timestamp)) AS duration
               FROM sessions GROUP BY session_id`
-           : `SELECT argMin(distinct_id, timestamp) AS distinct_id, countIf(event IN ('$pageview', '$screen')) AS views,
-                countIf(event = '$autocapture') AS autocaptures, dateDiff('second', min(timestamp), max(timestamp)) AS duration
+           : // the counts as sessions keeps them (uniq of the uuids), so both answers are the same to the last session
+             `SELECT argMin(distinct_id, timestamp) AS distinct_id, uniqIf(uuid, event = '$pageview') + uniqIf(uuid, event = '$screen') AS views,
+                uniqIf(uuid, event = '$autocapture') AS autocaptures, dateDiff('second', min(timestamp), max(timestamp)) AS duration
               FROM events WHERE session_id != '' GROUP BY session_id`
        })`,
   },
@@ -137,7 +138,7 @@ const QUERIES: readonly Query[] = [
       `SELECT domain, source, count() AS sessions FROM (${
         layout.sessions
           ? `SELECT argMinMerge(entry) AS entry, entry.referring_domain AS domain, entry.utm_source AS source
-             FROM sessions GROUP BY session_id HAVING uniqExactMerge(pageview_count) > 0`
+             FROM sessions GROUP BY session_id HAVING uniqMerge(pageview_count) > 0`
           : `SELECT session_id, argMin(${layout.text("$referring_domain")}, (timestamp, uuid)) AS domain,
                argMin(${layout.text("utm_source")}, (timestamp, uuid)) AS source
              FROM events WHERE event = '$pageview' AND session_id != '' GROUP BY session_id`

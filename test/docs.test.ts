@@ -303,8 +303,8 @@ describe("the SQL the docs show", () => {
     const [{ as_select }] = (await service.db.rows<{ as_select: string }>(ours)) as [{ as_select: string }];
     const read = () =>
       service.db.rows(
-        `SELECT session_id, argMinMerge(entry) AS entry, toString(uniqExactMerge(autocapture_count)) AS autocaptures,
-                toString(uniqExactMerge(screen_count)) AS screens, toString(uniqExactMerge(pageview_count)) AS pageviews
+        `SELECT session_id, argMinMerge(entry) AS entry, toString(uniqMerge(autocapture_count)) AS autocaptures,
+                toString(uniqMerge(screen_count)) AS screens, toString(uniqMerge(pageview_count)) AS pageviews
          FROM ${service.db.table("sessions")} GROUP BY session_id ORDER BY session_id`,
       );
     const written = await read();
@@ -326,8 +326,8 @@ describe("the SQL the docs show", () => {
     ]);
     const read = () =>
       service.db.rows(
-        `SELECT session_id, argMinMerge(distinct_id) AS first, uniqExactMerge(event_count) AS events,
-                uniqExactMerge(pageview_count) AS pageviews, argMinMerge(entry_url) AS entry, argMaxMerge(exit_url) AS exit
+        `SELECT session_id, argMinMerge(distinct_id) AS first, uniqMerge(event_count) AS events,
+                uniqMerge(pageview_count) AS pageviews, argMinMerge(entry_url) AS entry, argMaxMerge(exit_url) AS exit
          FROM ${service.db.table("sessions")} GROUP BY session_id ORDER BY session_id`,
       );
     const written = await read();

@@ -71,7 +71,7 @@ async function stored(env: Record<string, string>, acknowledged: Set<string>): P
     `SELECT
        (SELECT count() FROM {db}.events FINAL) AS events,
        (SELECT uniqExact(uuid) FROM {db}.events) AS distinct,
-       (SELECT sum(n) FROM (SELECT uniqExactMerge(event_count) AS n FROM {db}.sessions GROUP BY session_id)) AS session_events`,
+       (SELECT sum(n) FROM (SELECT uniqMerge(event_count) AS n FROM {db}.sessions GROUP BY session_id)) AS session_events`,
   );
   const uuids = new Set(
     (await queryRows<{ uuid: string }>(env, "SELECT toString(uuid) AS uuid FROM {db}.events")).map((r) => r.uuid),

@@ -57,6 +57,8 @@ export interface StorageObserver {
   repairFailed(error: unknown): void;
   /** A missing column was added at startup, or an enum column widened. */
   schemaRepaired(table: string, column: string, type: string): void;
+  /** A table of an older layout is being made again from events at startup, or is done. */
+  schemaRebuilt(rebuild: Rebuilt): void;
   /** At startup, retention (`EVENTS_RETENTION_DAYS`) dropped months of a table, or set or removed its TTL. */
   retained(change: Retained): void;
   /** The disk the tables are on has less free than `DISK_WARN_PERCENT` (told again each hour it stays so). */
@@ -86,6 +88,17 @@ export interface Retained {
   readonly left: readonly string[];
   readonly cause?: unknown;
 }
+
+/** A table made again from events at startup (`sessions`): why and over how many events, then how long it took. */
+export type Rebuilt =
+  | { readonly phase: "started"; readonly table: string; readonly reason: string; readonly events: number }
+  | {
+      readonly phase: "done";
+      readonly table: string;
+      readonly events: number;
+      readonly inserts: number;
+      readonly seconds: number;
+    };
 
 /**
  * Told how each flush's lookups went: `links`, how many the cache answered and how many were read; `persons`,
@@ -215,6 +228,11 @@ export function storageObserver(log: Logger, metrics: Metrics): StorageObserver 
     },
     schemaRepaired(table, column, type) {
       log.warn("schema repaired: a column was added or widened", { table, column, type });
+    },
+    schemaRebuilt({ phase, ...rebuild }) {
+      // the service does not listen until it is done
+      if (phase === "started") log.warn("schema upgrade: rebuilding a table from events", rebuild);
+      else log.info("schema upgrade: table rebuilt", rebuild);
     },
     diskLow(disk) {
       log.warn("disk nearly full: ingest stops when it is", diskFields(disk));

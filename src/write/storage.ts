@@ -164,7 +164,12 @@ export class Storage implements EventSink {
     const db = await ClickHouse.connect(options.clickhouse, backupDir === undefined ? {} : { backupsDir: backupDir });
     let eventsDb = db;
     try {
-      await createSchema(db, observer?.schemaRepaired, { typedProperties: options.typedProperties });
+      await createSchema(
+        db,
+        observer?.schemaRepaired,
+        { typedProperties: options.typedProperties },
+        observer?.schemaRebuilt,
+      );
       db.setConsistency(await consistencyOf(db));
       for (const change of await applyRetention(db, options.retentionDays)) observer?.retained(change);
       if (options.clickhouse.kind === "embedded") {

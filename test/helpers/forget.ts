@@ -128,7 +128,7 @@ export function byTable(rows: readonly Trace[]): Record<string, [number, number]
 export const OTHERS_STATE = `SELECT * FROM (
   SELECT 'person' AS kind, distinct_id AS key, properties AS value FROM {db}.persons FINAL
   WHERE id NOT IN ${persons} AND NOT is_deleted
-  UNION ALL SELECT 'session', session_id, concat(toString(uniqExactMerge(event_count)), ' ', argMinMerge(distinct_id))
+  UNION ALL SELECT 'session', session_id, concat(toString(uniqMerge(event_count)), ' ', argMinMerge(distinct_id))
   FROM {db}.sessions WHERE session_id NOT IN ('s-anon', 's-user') GROUP BY session_id
   UNION ALL SELECT 'link', distinct_id, toString(argMax(person_id, version)) FROM {db}.person_distinct_ids
   WHERE distinct_id IN ${literalList([...OTHERS])} GROUP BY distinct_id

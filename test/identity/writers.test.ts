@@ -21,6 +21,7 @@ async function counted(
     flushFailed() {},
     storageRefused() {},
     schemaRepaired() {},
+    schemaRebuilt() {},
     repaired() {},
     retained() {},
     diskLow() {},

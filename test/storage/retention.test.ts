@@ -26,6 +26,7 @@ function retentionLog(): { observer: StorageObserver; changes: RetentionChange[]
     repaired: ignore,
     repairFailed: ignore,
     schemaRepaired: ignore,
+    schemaRebuilt: ignore,
     retained: (change) => changes.push(change),
     diskLow: ignore,
     diskRecovered: ignore,

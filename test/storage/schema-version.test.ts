@@ -6,6 +6,7 @@ import { SCHEMA_VERSION, schemaObjects } from "../../src/storage/schema";
 // SCHEMA_VERSION is raised and its hash added.
 const HASHES: Record<number, string> = {
   1: "6fb54545af2d70e140e44d0cfc150bb2e8f588de424769c476ad3ed0b2e6028c",
+  2: "95b518a475be021116355cda30baa0d611a74f545d823cb8d1efe546f8c18996", // sessions counts: uniq, not uniqExact
 };
 
 test("SCHEMA_VERSION names the schema as it is: raise it, and add its hash here, when a table or view changes", () => {

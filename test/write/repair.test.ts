@@ -49,6 +49,7 @@ function sweepCounter(): { observer: StorageObserver; sweeps: () => number; writ
     cacheLookups() {},
     preloaded() {},
     schemaRepaired() {},
+    schemaRebuilt() {},
     retained() {},
     diskLow() {},
     diskRecovered() {},

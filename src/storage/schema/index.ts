@@ -1,6 +1,7 @@
 export { type RepairObserver, SchemaError } from "./check";
 export { consistencyOf } from "./cluster";
 export { createSchema } from "./create";
+export { type Rebuild, type RebuildObserver, SESSIONS_SET_ASIDE } from "./rebuild";
 export { sessionsFrom } from "./sessions";
 export { KEEPER_PATHS, onClusterClause, type SchemaObject, schemaObjects, TABLES } from "./tables";
 export { SCHEMA_VERSION } from "./version";

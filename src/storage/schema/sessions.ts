@@ -64,25 +64,33 @@ const IS_VIEW = "event IN ('$pageview', '$screen')";
 const COUNTRY = `if(position(properties, '"$geoip_country_code"') > 0 AND JSONHas(properties, '$geoip_country_code'),
         JSONExtractString(properties, '$geoip_country_code'), JSONExtractString(geoip, '$geoip_country_code'))`;
 
+/**
+ * A count: the set of the 32-bit hashes of the events' uuids (`uniq`), so an event sent again adds nothing. It is
+ * exact but for two of a session's uuids that share a hash (counted once) and for a session with over 65,536 events
+ * of a kind (then sampled). `uniqExact` kept the uuids themselves: four times the bytes, and the web overview over
+ * a million sessions passed the query port's memory limit (bench/README.md#queries).
+ */
+const COUNT = "AggregateFunction(uniq, UUID)";
+
 /** The `sessions` table's columns, name → type as ClickHouse reports it. */
 export const SESSION_COLUMNS: Readonly<Record<string, string>> = {
   session_id: "String",
   distinct_id: `AggregateFunction(argMin, String, ${UTC_MICROS})`,
   min_timestamp: `SimpleAggregateFunction(min, ${UTC_MICROS})`,
   max_timestamp: `SimpleAggregateFunction(max, ${UTC_MICROS})`,
-  event_count: "AggregateFunction(uniqExact, UUID)",
-  pageview_count: "AggregateFunction(uniqExact, UUID)",
+  event_count: COUNT,
+  pageview_count: COUNT,
   entry_url: `AggregateFunction(argMin, String, ${UTC_MICROS})`,
   exit_url: `AggregateFunction(argMax, String, ${UTC_MICROS})`,
-  screen_count: "AggregateFunction(uniqExact, UUID)",
-  autocapture_count: "AggregateFunction(uniqExact, UUID)",
+  screen_count: COUNT,
+  autocapture_count: COUNT,
   entry: `AggregateFunction(argMin, ${ENTRY_TYPE}, ${ENTRY_KEY_TYPE})`,
   entry_country: `AggregateFunction(argMin, String, ${ENTRY_KEY_TYPE})`,
 };
 
 /**
  * The sessions view's query, over the table the events are inserted into on this node. Every column is a state
- * that a repeated event cannot change (sets of uuids, first and last values), so a retried event counts once.
+ * that a repeated event cannot change (sets of uuid hashes, first and last values), so a retried event counts once.
  * The engine plans this query again for every insert, so it stays a few plain expressions (a tuple built key by
  * key took longer to plan than the insert of 700 events it ran on), and it parses the properties of views only
  * (`if` evaluates its branch for the rows that take it): parsing is most of what the entry costs.
@@ -93,12 +101,12 @@ export const sessionsView = (events: string): string => `SELECT
       argMinState(distinct_id, timestamp) AS distinct_id,
       min(timestamp) AS min_timestamp,
       max(timestamp) AS max_timestamp,
-      uniqExactState(uuid) AS event_count,
-      uniqExactIfState(uuid, event = '$pageview') AS pageview_count,
+      uniqState(uuid) AS event_count,
+      uniqIfState(uuid, event = '$pageview') AS pageview_count,
       argMinIfState(current_url, timestamp, current_url != '') AS entry_url,
       argMaxIfState(current_url, timestamp, current_url != '') AS exit_url,
-      uniqExactIfState(uuid, event = '$screen') AS screen_count,
-      uniqExactIfState(uuid, event = '$autocapture') AS autocapture_count,
+      uniqIfState(uuid, event = '$screen') AS screen_count,
+      uniqIfState(uuid, event = '$autocapture') AS autocapture_count,
       argMinIfState(${entryOf(IS_VIEW)}, ${ENTRY_KEY}, ${IS_VIEW}) AS entry,
       argMinIfState(if(${IS_VIEW}, ${COUNTRY}, ''), ${ENTRY_KEY}, ${IS_VIEW}) AS entry_country
     FROM ${events}

@@ -62,10 +62,11 @@ const POINT_LOOKUPS = "SETTINGS index_granularity = 1024";
  * - `group_facts` holds what `$groupidentify` events said of each group: per property key, its latest value (by
  *   event timestamp; the value settles a tie) and how many rows said so; the key `""` marks that the group exists.
  *   `groups` is derived from them (identity/groups.ts), one row a version, read with FINAL.
- * - `sessions` is kept by a materialized view over events that carry `$session_id`. Counts are exact sets of
- *   event uuids (uniqExact), so an event that arrives twice is counted once; the other columns are min/max and
- *   first/last values, which a repeat cannot change. Read it with the -Merge combinators grouped by `session_id`.
- *   On a cluster each shard sums up its own events, and a read merges the shards' partial rows.
+ * - `sessions` is kept by a materialized view over events that carry `$session_id`. Counts are sets of the
+ *   hashes of event uuids (`uniq`, sessions.ts), so an event that arrives twice is counted once; the other columns
+ *   are min/max and first/last values, which a repeat cannot change. Read it with the -Merge combinators grouped by
+ *   `session_id`. On a cluster each shard sums up its own events, and a read merges the shards' partial rows. It
+ *   holds nothing events do not: on one server, one of an older layout is made again from them (rebuild.ts).
  */
 export const TABLES: readonly TableSpec[] = [
   {

@@ -32,6 +32,7 @@ import { finishErasure, startErasure } from "./forget";
 import { Gate } from "./gate";
 import { GroupCommit } from "./group-commit";
 import { PersonsOnEvents } from "./persons-on-events";
+import { phaseTimer, timed } from "./phase-timer";
 import { REPAIR_BATCH_IDS, RepairSweep } from "./repair";
 import { type EventRow, eventInserts, eventRow } from "./rows";
 
@@ -384,22 +385,4 @@ export class Storage implements EventSink {
     this.#eventsInserted = inserted.catch(() => {});
     return inserted;
   }
-}
-
-/** How long `work` took, in seconds. */
-async function timed(work: () => Promise<void>): Promise<number> {
-  const started = performance.now();
-  await work();
-  return (performance.now() - started) / 1000;
-}
-
-/** Seconds since the previous call (or since it was made). */
-function phaseTimer(): () => number {
-  let last = performance.now();
-  return () => {
-    const now = performance.now();
-    const seconds = (now - last) / 1000;
-    last = now;
-    return seconds;
-  };
 }

@@ -160,7 +160,8 @@ describe.skipIf(!embedded)("ingest import on a data directory", () => {
 });
 
 describe.skipIf(!embedded)("stopping and resuming", () => {
-  const LINES = 150_000;
+  // 40 batches of 500: the signal comes once the first is acknowledged, with most of the file still to read
+  const LINES = 20_000;
   const path = join(dir, "history.jsonl");
   writeFileSync(path, `${Array.from({ length: LINES }, (_, n) => event(n)).join("\n")}\n`);
 
@@ -168,7 +169,7 @@ describe.skipIf(!embedded)("stopping and resuming", () => {
   async function interrupted(dataDir: string, checkpoint: string, signal: "SIGINT" | "SIGKILL") {
     const env = processEnv({ DATA_DIR: dataDir });
     const child = Bun.spawn(
-      [process.execPath, "src/main.ts", "import", "--checkpoint", checkpoint, "--batch-size", "2000", path],
+      [process.execPath, "src/main.ts", "import", "--checkpoint", checkpoint, "--batch-size", "500", path],
       { cwd: ROOT, env, stdout: "pipe", stderr: "pipe" },
     );
     while (acknowledged(checkpoint) === 0) await Bun.sleep(20);

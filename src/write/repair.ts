@@ -14,7 +14,7 @@ const STARTUP_LOOKBACK_MS = 10 * 60_000;
 /** Each sweep looks this far behind where the last one stopped: the instances' clocks differ a little. */
 const OVERLAP_MS = 10_000;
 /** Facts younger than this are left to the next sweep: the flush that wrote them is most likely still writing. */
-const SETTLE_MS = 5_000;
+export const REPAIR_SETTLE_MS = 5_000;
 
 export interface RepairOptions {
   /** Milliseconds between sweeps; 0: only the one at startup. */
@@ -26,6 +26,8 @@ export interface RepairOptions {
   readonly soleWriter: boolean;
   /** Most distinct IDs one sweep re-derives (`REPAIR_BATCH_IDS`). */
   readonly batchIds: number;
+  /** Facts younger than this (milliseconds) wait for a later sweep (`REPAIR_SETTLE_MS`). */
+  readonly settleMs: number;
 }
 
 /**
@@ -62,7 +64,7 @@ export class RepairSweep {
     if (this.options.intervalMs > 0) {
       this.#timer = setInterval(() => {
         this.#running ??= this.gate
-          .shared(() => this.#tick(Date.now() - SETTLE_MS))
+          .shared(() => this.#tick(Date.now() - this.options.settleMs))
           .catch((error: unknown) => this.observer?.repairFailed(error))
           .finally(() => {
             this.#running = undefined;

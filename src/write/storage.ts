@@ -33,7 +33,7 @@ import { Gate } from "./gate";
 import { GroupCommit } from "./group-commit";
 import { PersonsOnEvents } from "./persons-on-events";
 import { phaseTimer, timed } from "./phase-timer";
-import { REPAIR_BATCH_IDS, RepairSweep } from "./repair";
+import { REPAIR_BATCH_IDS, REPAIR_SETTLE_MS, RepairSweep } from "./repair";
 import { type EventRow, eventInserts, eventRow } from "./rows";
 
 export interface StorageOptions {
@@ -49,6 +49,8 @@ export interface StorageOptions {
   readonly repairIntervalMs: number;
   /** Most distinct IDs a repair sweep re-derives (the next goes on from there). */
   readonly repairBatchIds: number;
+  /** Facts younger than this (milliseconds) are left to a later repair sweep: their flush may still be writing. */
+  readonly repairSettleMs: number;
   /** Whether `events` has `properties_typed` (`TYPED_PROPERTIES`). */
   readonly typedProperties: boolean;
   /** Days events and sessions are kept (`EVENTS_RETENTION_DAYS`); none: every one. */
@@ -74,6 +76,7 @@ export function storageOptions(config: Config): StorageOptions {
     flushLingerMs: config.flushLingerMs,
     repairIntervalMs: config.repairIntervalS * 1000,
     repairBatchIds: REPAIR_BATCH_IDS,
+    repairSettleMs: REPAIR_SETTLE_MS,
     typedProperties: config.typedProperties,
     retentionDays: config.eventsRetentionDays,
     diskWarnPercent: config.diskWarnPercent,
@@ -136,6 +139,7 @@ export class Storage implements EventSink {
         intervalMs: options.repairIntervalMs,
         soleWriter: options.identity.soleWriter,
         batchIds: options.repairBatchIds,
+        settleMs: options.repairSettleMs,
       },
       observer,
       this.#gate,

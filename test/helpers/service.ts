@@ -36,12 +36,15 @@ export interface StorageSeams {
   readonly observer?: StorageObserver;
   /** Most distinct IDs a repair sweep takes: a small batch makes a backlog of a few. */
   readonly repairBatchIds?: number;
+  /** Milliseconds between repair sweeps, and how old facts must be for one: shorter than the configuration allows. */
+  readonly repairIntervalMs?: number;
+  readonly repairSettleMs?: number;
 }
 
 /** A storage as the service opens it from `config`, with the test's seams. */
 export function openStorage(
   config: Config,
-  { identity, observer, repairBatchIds }: StorageSeams = {},
+  { identity, observer, repairBatchIds, repairIntervalMs, repairSettleMs }: StorageSeams = {},
 ): Promise<Storage> {
   const options = storageOptions(config);
   return Storage.open(
@@ -49,6 +52,8 @@ export function openStorage(
       ...options,
       identity: { ...options.identity, ...identity },
       repairBatchIds: repairBatchIds ?? options.repairBatchIds,
+      repairIntervalMs: repairIntervalMs ?? options.repairIntervalMs,
+      repairSettleMs: repairSettleMs ?? options.repairSettleMs,
     },
     observer,
   );

@@ -62,6 +62,12 @@ function sweepCounter(): { observer: StorageObserver; sweeps: () => number; writ
   return { observer, sweeps: () => sweeps, written: () => written };
 }
 
+/**
+ * Sweeps every quarter second, on facts a second old: what the service does every REPAIR_INTERVAL_S on facts 5 s
+ * old (REPAIR_SETTLE_MS), sooner.
+ */
+const QUICK = { repairIntervalMs: 250, repairSettleMs: 1_000 } as const;
+
 const MERGE = [
   { event: "$identify", distinct_id: "r-user", properties: { $anon_distinct_id: "r-anon", $set: { plan: "pro" } } },
   { event: "$pageview", distinct_id: "r-new" },
@@ -99,7 +105,7 @@ test("a restart's sweep derives what a failed, never retried write left in the f
 test("a running instance's sweep does it too, within one interval of the facts settling", async () => {
   const service = await startService(
     { PUBLIC_API_KEYS: KEY, REPAIR_INTERVAL_S: "1" },
-    { identity: { soleWriter: false } },
+    { identity: { soleWriter: false }, ...QUICK },
   );
   try {
     await failAfterFacts(service, MERGE);
@@ -117,11 +123,11 @@ test("a running instance's sweep does it too, within one interval of the facts s
 
 test("a sole writer sweeps after a write of its own failed, and only then", async () => {
   const { observer, sweeps } = sweepCounter();
-  const service = await startService({ PUBLIC_API_KEYS: KEY, REPAIR_INTERVAL_S: "1" }, { observer });
+  const service = await startService({ PUBLIC_API_KEYS: KEY, REPAIR_INTERVAL_S: "1" }, { observer, ...QUICK });
   try {
-    // writes that all succeed: three ticks pass, and nothing is swept
+    // writes that all succeed: their facts settle, ticks pass, and nothing is swept
     expect((await send(service, { api_key: KEY, batch: MERGE })).status).toBe(200);
-    await Bun.sleep(3_500);
+    await Bun.sleep(QUICK.repairSettleMs + 4 * QUICK.repairIntervalMs);
     expect(sweeps()).toBe(0);
 
     await failAfterFacts(service, [
@@ -138,21 +144,24 @@ test("a sole writer sweeps after a write of its own failed, and only then", asyn
 
 test("a sweep leaves alone a component whose flush is still writing: a slow write is no failed one", async () => {
   const { observer, written } = sweepCounter();
+  // the slow write takes 1 s, well within the settling time: the sweeps while it writes see the component (its first
+  // facts are old enough), and must leave it alone
+  const settleMs = 2_500;
   const service = await startService(
     { PUBLIC_API_KEYS: KEY, REPAIR_INTERVAL_S: "1" },
-    { identity: { soleWriter: false }, observer },
+    { identity: { soleWriter: false }, observer, repairIntervalMs: QUICK.repairIntervalMs, repairSettleMs: settleMs },
   );
   try {
     const set = (x: number) => [{ event: "$pageview", distinct_id: "slow-a", properties: { $set: { x } } }];
     expect((await send(service, { api_key: KEY, batch: set(1) })).status).toBe(200);
-    await Bun.sleep(6_500); // its facts are now old enough to be swept
+    await Bun.sleep(settleMs + 500); // its facts are now old enough to be swept
     const insert = ClickHouse.prototype.insert;
     const slow = spyOn(ClickHouse.prototype, "insert").mockImplementation(async function (
       this: ClickHouse,
       table,
       rows,
     ) {
-      if (table === "persons" && rows.length > 0) await Bun.sleep(2_500);
+      if (table === "persons" && rows.length > 0) await Bun.sleep(1_000); // four sweeps' time
       return insert.call(this, table, rows);
     });
     try {
@@ -160,7 +169,7 @@ test("a sweep leaves alone a component whose flush is still writing: a slow writ
     } finally {
       slow.mockRestore();
     }
-    await Bun.sleep(1_500);
+    await Bun.sleep(3 * QUICK.repairIntervalMs);
     expect(written()).toBe(0);
   } finally {
     await service.stop();
@@ -170,7 +179,7 @@ test("a sweep leaves alone a component whose flush is still writing: a slow writ
 test("a backlog larger than a sweep's batch is worked through, however many IDs share a moment", async () => {
   const service = await startService(
     { PUBLIC_API_KEYS: KEY, REPAIR_INTERVAL_S: "1" },
-    { identity: { soleWriter: false }, repairBatchIds: 20 },
+    { identity: { soleWriter: false }, repairBatchIds: 20, ...QUICK },
   );
   try {
     // a hundred IDs written in the same few milliseconds: five batches' worth

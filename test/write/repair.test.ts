@@ -123,7 +123,11 @@ test("a running instance's sweep does it too, within one interval of the facts s
 
 test("a sole writer sweeps after a write of its own failed, and only then", async () => {
   const { observer, sweeps } = sweepCounter();
-  const service = await startService({ PUBLIC_API_KEYS: KEY, REPAIR_INTERVAL_S: "1" }, { observer, ...QUICK });
+  // a sole writer as the embedded engine is one, on a server too (where the service is not one by default)
+  const service = await startService(
+    { PUBLIC_API_KEYS: KEY, REPAIR_INTERVAL_S: "1" },
+    { identity: { soleWriter: true }, observer, ...QUICK },
+  );
   try {
     // writes that all succeed: their facts settle, ticks pass, and nothing is swept
     expect((await send(service, { api_key: KEY, batch: MERGE })).status).toBe(200);

@@ -187,7 +187,9 @@ export class Storage implements EventSink {
       await storage.#repairs.start();
       storage.#disk.start();
       try {
-        observer?.preloaded(await storage.#identity.preload());
+        // not an argument of `observer?.`: an absent observer would skip it (the import in process has none)
+        const preloaded = await storage.#identity.preload();
+        observer?.preloaded(preloaded);
       } catch (error) {
         await storage.#repairs.stop();
         storage.#disk.stop();

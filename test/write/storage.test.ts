@@ -1,6 +1,7 @@
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, spyOn, test } from "bun:test";
 import { loadConfig } from "../../src/config";
 import { IngestError } from "../../src/contract/errors";
+import { ClickHouse } from "../../src/storage/clickhouse";
 import { createSchema } from "../../src/storage/schema";
 import { Storage, storageOptions } from "../../src/write";
 import { captured } from "../helpers/captured";
@@ -60,6 +61,26 @@ test("once closing, the storage refuses new events with a retryable 503, and wha
   await closed;
   expect(await count(service.db, "events", "event = 'before_close'")).toBe(1);
 });
+
+test.skipIf(Boolean(process.env.CLICKHOUSE_URL))(
+  "a sole writer preloads its links with no observer, as the import in process opens it: a new ID reads nothing",
+  async () => {
+    const config = loadConfig({ ...clickhouseEnv(), CLICKHOUSE_DATABASE: service.config.clickhouse.database });
+    expect(storageOptions(config).identity.soleWriter).toBe(true);
+    const storage = await Storage.open(storageOptions(config));
+    const reads = spyOn(ClickHouse.prototype, "rowsIn");
+    try {
+      const { events } = await captured([{ event: "first", distinct_id: "preloaded-new" }]);
+      await storage.ingest(events);
+      // a complete cache knows an ID it lacks is new: neither its link nor its person is read
+      expect(reads).not.toHaveBeenCalled();
+    } finally {
+      reads.mockRestore();
+      await storage.close();
+    }
+    expect(await count(service.db, "events", "distinct_id = 'preloaded-new'")).toBe(1);
+  },
+);
 
 test("past maxQueuedEvents new events are refused with a retryable 503; a batch is taken whenever none wait", async () => {
   const config = loadConfig({ ...clickhouseEnv(), CLICKHOUSE_DATABASE: service.config.clickhouse.database });

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { withCurrentTable } from "../scripts/docs";
-import { SETTINGS } from "../src/config";
+import { MATERIALIZED_BY_DEFAULT, SETTINGS } from "../src/config";
 import { ERROR_CODES, IngestError } from "../src/contract/errors";
 import { workerThreadsFor } from "../src/engine/workers";
 import { CODES, QueryError } from "../src/query/errors";
@@ -209,7 +209,12 @@ describe("the SQL the docs show", () => {
 
   beforeAll(async () => {
     // docs/analytics.md reads both
-    service = await startService({ PUBLIC_API_KEYS: KEY, TYPED_PROPERTIES: "1", PERSONS_ON_EVENTS: "1" });
+    service = await startService({
+      PUBLIC_API_KEYS: KEY,
+      TYPED_PROPERTIES: "1",
+      PERSONS_ON_EVENTS: "1",
+      MATERIALIZED_PROPERTIES: [...MATERIALIZED_BY_DEFAULT, "plan", "seats"].join(","), // as analytics.md's example
+    });
     const batch = [
       {
         event: "$pageview",
@@ -255,8 +260,11 @@ describe("the SQL the docs show", () => {
     expect((await service.db.rows<{ persons: string | number }>(daily!)).map((row) => Number(row.persons))).toEqual([
       2,
     ]);
-    const counts = await service.db.rows<{ event: string; "count()": string | number }>(events!);
-    expect(counts.map((row) => [row.event, Number(row["count()"])])).toContainEqual(["$pageview", 2]);
+    const browsers = await service.db.rows<{ browser: string; "count()": string | number }>(events!);
+    expect(browsers.map((row) => [row.browser, Number(row["count()"])]).sort()).toEqual([
+      ["", 1],
+      ["Chrome", 1],
+    ]);
     const people = await service.db.rows<{ ids: string[] }>(persons!);
     expect(people.map((person) => person.ids.sort())).toContainEqual(["anon-1", "user-1"]);
     // s1: two pageviews from news.example, not a bounce; s2: no pageview, so no bounce either way (NULL)
@@ -268,8 +276,9 @@ describe("the SQL the docs show", () => {
     ]);
   });
 
-  test("docs/analytics.md's queries run and read the typed properties", async () => {
-    const [browsers, seats, tier, plans, overview, entries, ...rest] = statements("docs/analytics.md");
+  test("docs/analytics.md's queries run and read the property columns and the typed properties", async () => {
+    const [columnBrowsers, columnSeats, browsers, seats, tier, plans, overview, entries, ...rest] =
+      statements("docs/analytics.md");
     expect(rest).toEqual([]);
     // 64-bit counts are numbers from the embedded engine and strings from a server: compared as numbers
     const numbers = (row: Record<string, unknown>) =>
@@ -290,6 +299,13 @@ describe("the SQL the docs show", () => {
     expect((await service.db.rows<Record<string, unknown>>(plans!)).map(numbers)).toEqual([
       { plan: "", events: 4 },
       { plan: "pro", events: 3 },
+    ]);
+    expect((await service.db.rows<Record<string, unknown>>(columnBrowsers!)).map(numbers)).toContainEqual({
+      browser: "Chrome",
+      "count()": 1,
+    });
+    expect((await service.db.rows<Record<string, unknown>>(columnSeats!)).map((row) => Object.values(row))).toEqual([
+      ["", 3.75],
     ]);
     expect(await service.db.rows(browsers!)).toContainEqual({ browser: "Chrome", "count()": 1 });
     expect(Object.values((await service.db.rows(seats!))[0]!)).toEqual([3.75]);

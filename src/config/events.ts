@@ -1,6 +1,22 @@
 import { type } from "arktype";
-import { flag, path, proxies } from "./parse";
+import { flag, path, propertyKeys, proxies } from "./parse";
 import { setting, type Topic } from "./setting";
+
+/**
+ * The properties posthog-js puts on events that insights and web analytics break down by most; the page's URL and
+ * host are columns of `events` already (`current_url`, `host`).
+ */
+export const MATERIALIZED_BY_DEFAULT: readonly string[] = [
+  "$browser",
+  "$os",
+  "$device_type",
+  "$pathname",
+  "$referring_domain",
+  "utm_source",
+  "utm_medium",
+  "utm_campaign",
+  "$lib",
+];
 
 /**
  * Events: what is stored of each one beside what its SDK sent: its time corrected or not, its properties typed,
@@ -22,6 +38,14 @@ export const EVENTS = {
     default: false,
     shownDefault: "`0`",
     help: "`1`: add `events.properties_typed`, the properties in the engine's JSON type, computed as events are inserted: property reads 2–10× faster, ingest of posthog-js events about 40% slower (docs/analytics.md). `0`: none added; one that exists is kept until dropped.",
+    backend: "any",
+  }),
+  materializedProperties: setting<readonly string[]>({
+    env: "MATERIALIZED_PROPERTIES",
+    parse: propertyKeys,
+    default: MATERIALIZED_BY_DEFAULT,
+    shownDefault: MATERIALIZED_BY_DEFAULT.map((key) => `\`${key}\``).join(","),
+    help: "Comma-separated property keys each stored in a column of `events` as well, `mat_<key>` (its value as text, `''` where absent), computed as events are inserted: a query naming one reads a column instead of parsing every event's properties (docs/analytics.md#property-columns). `none`: none added. A column that exists is kept until dropped.",
     backend: "any",
   }),
   personsOnEvents: setting({

@@ -22,6 +22,15 @@ export const origins = list.to(
     return bad === undefined || ctx.reject({ expected: "a list of origins like https://app.example.com", actual: bad });
   }),
 );
+/** Property keys that name columns (`mat_<key>`): letters, digits, `_` and `$`, not starting with a digit; `none`. */
+export const propertyKeys = list
+  .pipe((keys) => (keys.length === 1 && keys[0] === "none" ? [] : [...new Set(keys)]))
+  .to(
+    type("string[]").narrow((values, ctx) => {
+      const bad = values.find((key) => !/^[A-Za-z_$][A-Za-z0-9_$]{0,99}$/.test(key));
+      return bad === undefined || ctx.reject({ expected: "property keys of letters, digits, _ and $", actual: bad });
+    }),
+  );
 export const set =
   <T>(parse: (text: string) => T[] | type.errors) =>
   (text: string) => {

@@ -32,7 +32,15 @@ export {
   refusalOf,
 } from "./clickhouse";
 export { applyRetention, type RetentionChange } from "./retention";
-export { consistencyOf, createSchema, SchemaError, schemaObjects, sessionsFrom } from "./schema";
+export {
+  consistencyOf,
+  createSchema,
+  propertyColumn,
+  SchemaError,
+  type SchemaOptions,
+  schemaObjects,
+  sessionsFrom,
+} from "./schema";
 export { chunkByBytes, literal, literalList, quoteIdentifier, tableName } from "./sql";
 export { tuneEmbeddedEngine } from "./tuning";
 export { isDiskLow, readUsage, type StorageUsage } from "./usage";

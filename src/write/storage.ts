@@ -22,6 +22,7 @@ import {
   isDataError,
   readUsage,
   refusalOf,
+  type SchemaOptions,
   type StorageUsage,
   tuneEmbeddedEngine,
 } from "../storage";
@@ -51,8 +52,8 @@ export interface StorageOptions {
   readonly repairBatchIds: number;
   /** Facts younger than this (milliseconds) are left to a later repair sweep: their flush may still be writing. */
   readonly repairSettleMs: number;
-  /** Whether `events` has `properties_typed` (`TYPED_PROPERTIES`). */
-  readonly typedProperties: boolean;
+  /** The materialized columns `events` has: `properties_typed`, property columns. */
+  readonly schema: SchemaOptions;
   /** Days events and sessions are kept (`EVENTS_RETENTION_DAYS`); none: every one. */
   readonly retentionDays: number | undefined;
   /** `DISK_WARN_PERCENT`: warn while the tables' disk has less free (0: never). */
@@ -77,7 +78,7 @@ export function storageOptions(config: Config): StorageOptions {
     repairIntervalMs: config.repairIntervalS * 1000,
     repairBatchIds: REPAIR_BATCH_IDS,
     repairSettleMs: REPAIR_SETTLE_MS,
-    typedProperties: config.typedProperties,
+    schema: { typedProperties: config.typedProperties, materializedProperties: config.materializedProperties },
     retentionDays: config.eventsRetentionDays,
     diskWarnPercent: config.diskWarnPercent,
     personsOnEvents: config.personsOnEvents,
@@ -169,12 +170,7 @@ export class Storage implements EventSink {
     const db = await ClickHouse.connect(options.clickhouse, backupDir === undefined ? {} : { backupsDir: backupDir });
     let eventsDb = db;
     try {
-      await createSchema(
-        db,
-        observer?.schemaRepaired,
-        { typedProperties: options.typedProperties },
-        observer?.schemaRebuilt,
-      );
+      await createSchema(db, observer?.schemaRepaired, options.schema, observer?.schemaRebuilt);
       db.setConsistency(await consistencyOf(db));
       for (const change of await applyRetention(db, options.retentionDays)) observer?.retained(change);
       if (options.clickhouse.kind === "embedded") {

@@ -49,6 +49,14 @@ describe("loadConfig", () => {
     expect([...config.publicApiKeys]).toEqual(["key-1", "key-2"]);
   });
 
+  test("MATERIALIZED_PROPERTIES: keys that can name a column, each once; `none` for none; anything else refused", () => {
+    expect(loadConfig({}).materializedProperties).toContain("$browser");
+    expect(loadConfig({ MATERIALIZED_PROPERTIES: "plan, $os,plan" }).materializedProperties).toEqual(["plan", "$os"]);
+    expect(loadConfig({ MATERIALIZED_PROPERTIES: "none" }).materializedProperties).toEqual([]);
+    for (const bad of ["a.b", "1st", "a`b", "x".repeat(101)])
+      expect(() => loadConfig({ MATERIALIZED_PROPERTIES: bad })).toThrow("MATERIALIZED_PROPERTIES");
+  });
+
   test("CLICKHOUSE_URL selects a server, with user, password and database", () => {
     const config = loadConfig({
       CLICKHOUSE_URL: "http://clickhouse:8123",

@@ -1,3 +1,4 @@
+import { MATERIALIZED_BY_DEFAULT } from "../../src/config";
 import { schemaObjects } from "../../src/storage/schema";
 
 /** One request the stand-in took: its statement (the query parameter, else the body) and its URL parameters. */
@@ -27,16 +28,23 @@ export interface StandInOptions {
 /**
  * A stand-in ClickHouse server for what no real server can be run here for (a modern server does not install on
  * these machines, and a cluster needs several): it answers the schema check as a server holding the schema would
- * (the tables' columns, the cluster's nodes, the partitions it is given), every other read with no rows, refuses
+ * (the tables' columns, the default property columns among them, the cluster's nodes, the partitions it is given), every other read with no rows, refuses
  * what it is told to, and records every request.
  */
 export function standInClickHouse(options: StandInOptions = {}): StandInClickHouse {
   const database = options.database ?? "default";
   const tables = options.tables ?? {};
-  const columns = schemaObjects(database, options.cluster?.name)
+  const schema = { materializedProperties: MATERIALIZED_BY_DEFAULT };
+  const columns = schemaObjects(database, options.cluster?.name, schema)
     .flatMap((object) => [
       ...Object.entries(object.columns ?? {}).map(([name, type]) => ({ table: object.name, name, type })),
-      ...Object.entries(object.materialized ?? {}).map(([name, { type }]) => ({ table: object.name, name, type })),
+      ...Object.entries(object.materialized ?? {}).map(([name, { type, expression }]) => ({
+        table: object.name,
+        name,
+        type,
+        default_kind: "MATERIALIZED",
+        default_expression: expression,
+      })),
     ])
     .map((row) => JSON.stringify(row));
   const answer = (statement: string): string[] => {

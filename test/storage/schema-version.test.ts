@@ -1,4 +1,5 @@
 import { expect, test } from "bun:test";
+import { MATERIALIZED_BY_DEFAULT } from "../../src/config";
 import { SCHEMA_VERSION, schemaObjects } from "../../src/storage/schema";
 
 // A backup records the schema version, and a restore refuses one newer than its own (storage/backup): the version
@@ -7,12 +8,15 @@ import { SCHEMA_VERSION, schemaObjects } from "../../src/storage/schema";
 const HASHES: Record<number, string> = {
   1: "6fb54545af2d70e140e44d0cfc150bb2e8f588de424769c476ad3ed0b2e6028c",
   2: "95b518a475be021116355cda30baa0d611a74f545d823cb8d1efe546f8c18996", // sessions counts: uniq, not uniqExact
+  3: "caf80d1d6ed5e446df3d88cc63aa9b769c50c872117d96da031a0927fa34ad24", // property columns (MATERIALIZED_PROPERTIES)
 };
 
 test("SCHEMA_VERSION names the schema as it is: raise it, and add its hash here, when a table or view changes", () => {
   const statements = [false, true].flatMap((typedProperties) =>
     [undefined, "cluster"].flatMap((cluster) =>
-      schemaObjects("db", cluster, { typedProperties }).map((object) => object.create),
+      schemaObjects("db", cluster, { typedProperties, materializedProperties: MATERIALIZED_BY_DEFAULT }).map(
+        (object) => object.create,
+      ),
     ),
   );
   const hash = new Bun.CryptoHasher("sha256").update(statements.join("\n")).digest("hex");

@@ -60,11 +60,13 @@ export async function checkColumns(
   onCluster: string,
   onRepair: RepairObserver,
 ): Promise<void> {
-  const rows = await db.rows<{ table: string; name: string; type: string }>(
-    `SELECT table, name, type FROM system.columns WHERE database = ${literal(db.database)}`,
+  const rows = await db.rows<{ table: string; name: string; type: string; default_expression: string }>(
+    `SELECT table, name, type, default_expression FROM system.columns WHERE database = ${literal(db.database)}`,
   );
   for (const object of objects) {
-    const existing = new Map(rows.filter((row) => row.table === object.name).map((row) => [row.name, row.type]));
+    const columns = rows.filter((row) => row.table === object.name);
+    const existing = new Map(columns.map((row) => [row.name, row.type]));
+    const expressions = new Map(columns.map((row) => [row.name, row.default_expression]));
     if (object.replace) {
       const missing = Object.keys(object.columns ?? {}).filter((name) => !existing.has(name));
       for (const name of missing) onRepair(db.table(object.name), name, object.columns![name]!);
@@ -88,10 +90,14 @@ export async function checkColumns(
     }
     // a part written before holds none: the engine computes it from the expression as a query reads the part
     for (const [name, column] of Object.entries(object.materialized ?? {})) {
-      if (existing.has(name)) continue;
+      const expression = expressions.get(name);
+      if (expression === column.expression) continue;
+      // one of another expression (property columns of another set of keys) takes this one: a change of
+      // metadata, stored values stay
+      const change = expression === undefined ? "ADD COLUMN IF NOT EXISTS" : "MODIFY COLUMN";
       onRepair(db.table(object.name), name, column.type);
       await db.command(
-        `ALTER TABLE ${db.table(object.name)}${onCluster} ADD COLUMN IF NOT EXISTS ${materializedColumn(name, column)}`,
+        `ALTER TABLE ${db.table(object.name)}${onCluster} ${change} ${materializedColumn(name, column)}`,
       );
     }
   }

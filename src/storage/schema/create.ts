@@ -2,6 +2,7 @@ import type { ClickHouse } from "../clickhouse";
 import { literal, quoteIdentifier } from "../sql";
 import { checkColumns, checkEngines, type RepairObserver, warnRepair } from "./check";
 import { clusterNodes } from "./cluster";
+import { propertyKeyOf } from "./properties";
 import { type RebuildObserver, refillSessions, setAsideSessions, warnRebuild } from "./rebuild";
 import { onClusterClause, type SchemaOptions, schemaObjects } from "./tables";
 
@@ -23,7 +24,10 @@ export async function createSchema(
   const databases = await db.rows(`SELECT name FROM system.databases WHERE name = ${literal(db.database)}`);
   if (databases.length === 0)
     await db.command(`CREATE DATABASE IF NOT EXISTS ${quoteIdentifier(db.database)}${onCluster}`);
-  const objects = schemaObjects(db.database, cluster, options);
+  // a property column of a key no longer listed stays, and reads its key from the one tuple as the others do
+  const kept = await propertyKeys(db);
+  const keys = [...(options.materializedProperties ?? []), ...kept];
+  const objects = schemaObjects(db.database, cluster, { ...options, materializedProperties: keys });
   const found = await tableEngines(db);
   checkEngines(db, objects, found);
   const rebuild = await setAsideSessions(db);
@@ -36,6 +40,15 @@ export async function createSchema(
     await checkColumns(db, some, onCluster, onRepair);
   }
   if (rebuild !== undefined) await refillSessions(db, rebuild, onRebuild);
+}
+
+/** The keys of the property columns `events` has (properties.ts). */
+async function propertyKeys(db: ClickHouse): Promise<string[]> {
+  const columns = await db.rows<{ name: string }>(
+    `SELECT name FROM system.columns WHERE database = ${literal(db.database)} AND table = 'events'
+      AND default_kind = 'MATERIALIZED'`,
+  );
+  return columns.map((column) => propertyKeyOf(column.name)).filter((key) => key !== undefined);
 }
 
 /** The engine of each table and view of the database, by name. */

@@ -1,7 +1,8 @@
 export { type RepairObserver, SchemaError } from "./check";
 export { consistencyOf } from "./cluster";
 export { createSchema } from "./create";
+export { propertyColumn } from "./properties";
 export { type Rebuild, type RebuildObserver, SESSIONS_SET_ASIDE } from "./rebuild";
 export { sessionsFrom } from "./sessions";
-export { KEEPER_PATHS, onClusterClause, type SchemaObject, schemaObjects, TABLES } from "./tables";
+export { KEEPER_PATHS, onClusterClause, type SchemaObject, type SchemaOptions, schemaObjects, TABLES } from "./tables";
 export { SCHEMA_VERSION } from "./version";

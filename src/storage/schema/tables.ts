@@ -1,5 +1,8 @@
 import { literal, quoteIdentifier, tableName } from "../sql";
+import { type MaterializedColumn, propertyColumns, TYPED_PROPERTIES } from "./properties";
 import { SESSION_COLUMNS, sessionsView, UTC_MICROS } from "./sessions";
+
+export type { MaterializedColumn } from "./properties";
 
 /**
  * Where a table's rows live on a cluster (`CLICKHOUSE_CLUSTER`; docs/scale-out.md#clusters). On one server every
@@ -14,8 +17,6 @@ type Placement = { readonly kind: "everywhere" } | { readonly kind: "sharded"; r
 interface TableSpec {
   readonly name: string;
   readonly columns: Readonly<Record<string, string>>;
-  /** Columns the engine computes from the others as each row is inserted (`MATERIALIZED`): name → type and expression. */
-  readonly materialized?: Readonly<Record<string, MaterializedColumn>>;
   readonly indexes?: readonly string[];
   readonly engine: "ReplacingMergeTree" | "AggregatingMergeTree";
   /** The engine's own arguments (ReplacingMergeTree's version column). */
@@ -23,12 +24,6 @@ interface TableSpec {
   /** Everything after the engine: partitioning, sorting key, settings. */
   readonly keys: string;
   readonly placement: Placement;
-}
-
-/** A column the engine computes on insert. `SELECT *` leaves it out; a query names it. */
-export interface MaterializedColumn {
-  readonly type: string;
-  readonly expression: string;
 }
 
 /**
@@ -44,9 +39,11 @@ const POINT_LOOKUPS = "SETTINGS index_granularity = 1024";
  *   it is sharded by distinct ID, so a retried event lands on the shard that holds its first copy. `geoip` holds
  *   the location PostHog would add to `properties` (a JSON object; `events_resolved` adds it there): events from
  *   one address share it, so a LowCardinality column stores it once a part, where `properties` would carry its
- *   ~130 bytes in every row through every insert and merge. `properties_typed` (`TYPED_PROPERTIES=1`) is `properties` parsed into
- *   the engine's JSON type as each row is inserted: a subcolumn a key, typed, so a query reads the keys it names
- *   instead of parsing every row's text (docs/analytics.md#properties). `person_properties` and
+ *   ~130 bytes in every row through every insert and merge. `mat_<key>` (`MATERIALIZED_PROPERTIES`,
+ *   properties.ts) hold the values of the property keys queries read most, as text, and `properties_typed`
+ *   (`TYPED_PROPERTIES=1`) is `properties` parsed into the engine's JSON type as each row is inserted: a subcolumn
+ *   a key, typed. Either way a query reads the keys it names instead of parsing every row's text
+ *   (docs/analytics.md#property-columns). `person_properties` and
  *   `person_created_at` (`PERSONS_ON_EVENTS=1`; else empty) are the event's person as its flush left it, as
  *   PostHog stores them: a breakdown by a person property reads no other table.
  * - `persons` and `person_distinct_ids` keep every version and collapse to the highest `version` (FINAL, or
@@ -87,10 +84,6 @@ export const TABLES: readonly TableSpec[] = [
       created_at: UTC_MICROS,
       person_properties: "String",
       person_created_at: UTC_MICROS,
-    },
-    materialized: {
-      // not valid JSON (only a writable query port could store such a row): an empty object, never a failed insert
-      properties_typed: { type: "JSON", expression: "JSONExtract(properties, 'JSON')" },
     },
     engine: "ReplacingMergeTree",
     engineArgs: "created_at",
@@ -210,7 +203,7 @@ const eventsResolvedView = (events: string, overrides: string, materialized: rea
       if(o.old_person_id = e.person_id, o.override_person_id, e.person_id) AS person_id,
       e.session_id AS session_id, e.window_id AS window_id, e.current_url AS current_url, e.host AS host,
       e.ip AS ip, e.geoip AS geoip, e.created_at AS created_at,
-      e.person_properties AS person_properties, e.person_created_at AS person_created_at${materialized.map((name) => `, e.${name} AS ${name}`).join("")}
+      e.person_properties AS person_properties, e.person_created_at AS person_created_at${materialized.map((name) => `, e.${quoteIdentifier(name)} AS ${quoteIdentifier(name)}`).join("")}
     FROM ${events} AS e FINAL
     LEFT JOIN (
       SELECT old_person_id, argMax(override_person_id, version) AS override_person_id
@@ -222,6 +215,8 @@ const eventsResolvedView = (events: string, overrides: string, materialized: rea
 export interface SchemaOptions {
   /** `events.properties_typed` (`TYPED_PROPERTIES`); none unless said. */
   readonly typedProperties?: boolean;
+  /** The property keys `events` has a column of (`MATERIALIZED_PROPERTIES`, properties.ts); none unless said. */
+  readonly materializedProperties?: readonly string[];
 }
 
 /** One object of the schema: a table (with the columns the check compares) or the view. */
@@ -243,8 +238,11 @@ export interface SchemaObject {
  * server; on `cluster`, `ON CLUSTER` statements with replicated and distributed tables as `TableSpec.placement` says.
  */
 export function schemaObjects(database: string, cluster?: string, options: SchemaOptions = {}): SchemaObject[] {
-  // the only materialized column is properties_typed: none unless asked for
-  const typed = options.typedProperties ?? false;
+  // materialized columns are events' only, and none unless asked for
+  const eventsMaterialized: Record<string, MaterializedColumn> = {
+    ...(options.typedProperties && TYPED_PROPERTIES),
+    ...propertyColumns(options.materializedProperties ?? []),
+  };
   const objects: SchemaObject[] = [];
   const add = (
     kind: string,
@@ -252,7 +250,7 @@ export function schemaObjects(database: string, cluster?: string, options: Schem
     engine: string,
     rest: string,
     columns?: TableSpec["columns"],
-    materialized?: TableSpec["materialized"],
+    materialized?: Readonly<Record<string, MaterializedColumn>>,
   ) =>
     objects.push({
       name,
@@ -265,7 +263,7 @@ export function schemaObjects(database: string, cluster?: string, options: Schem
       replace: kind !== "TABLE",
     });
   for (const spec of TABLES) {
-    const materialized = typed ? spec.materialized : undefined;
+    const materialized = spec.name === "events" ? eventsMaterialized : undefined;
     const columns = [
       ...Object.entries(spec.columns).map(([name, type]) => `${name} ${type}`),
       ...Object.entries(materialized ?? {}).map(([name, column]) => materializedColumn(name, column)),
@@ -312,7 +310,7 @@ export function schemaObjects(database: string, cluster?: string, options: Schem
 
 /** A materialized column's definition, as `CREATE TABLE` and `ADD COLUMN` take it. */
 export function materializedColumn(name: string, { type, expression }: MaterializedColumn): string {
-  return `${name} ${type} MATERIALIZED ${expression}`;
+  return `${quoteIdentifier(name)} ${type} MATERIALIZED ${expression}`;
 }
 
 /** ` ON CLUSTER name` for a cluster's DDL; nothing on one server. */

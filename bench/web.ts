@@ -16,7 +16,7 @@ import { drivePasses, type Load, printPasses, syntheticLoad } from "./run-load";
 import { writeWebBodies } from "./traffic/web";
 import { PEOPLE } from "./workload";
 
-/** 40,000 events (~100 MB): each person's session a few events long before the file starts over. */
+/** 40,000 events (~93 MB): 27 minutes of the site, about 2,700 visits, before the file starts over. */
 const WEB_BODIES = 400;
 
 /** The web load; `service` adds to its settings. */

@@ -6,8 +6,9 @@
 import { DEVICES, type Device } from "./devices";
 import { appPage, landing, marketingPage, type Page, type Rng, type Touch, weighted } from "./site";
 
-/** posthog-js starts a new session after 30 minutes without an event. */
+/** posthog-js starts a new session after 30 minutes without an event, and after 24 hours of one session. */
 const SESSION_IDLE_MS = 30 * 60_000;
+const SESSION_MAX_MS = 24 * 3_600_000;
 
 export interface Locale {
   readonly timezone: string;
@@ -30,6 +31,7 @@ export interface Session {
   readonly id: string;
   readonly windowId: string;
   readonly entry: Touch;
+  readonly startedAt: number;
   lastAt: number;
   /** The page open now, once its `$pageview` was sent; the next one to open otherwise. */
   page: Page;
@@ -85,10 +87,10 @@ export const newUserId = (rng: Rng): string =>
     .toString(16)
     .padStart(8, "0")}`;
 
-/** The person's session at `at`: the open one, or a new one after 30 idle minutes (or none yet). */
+/** The person's session at `at`: the open one, or a new one after 30 idle minutes or 24 hours (or none yet). */
 export function sessionAt(rng: Rng, person: Person, at: number): Session {
   const open = person.session;
-  if (open && at - open.lastAt < SESSION_IDLE_MS) {
+  if (open && at - open.lastAt < SESSION_IDLE_MS && at - open.startedAt < SESSION_MAX_MS) {
     open.lastAt = at;
     return open;
   }
@@ -98,6 +100,7 @@ export function sessionAt(rng: Rng, person: Person, at: number): Session {
     id: Bun.randomUUIDv7("hex", at),
     windowId: Bun.randomUUIDv7("hex", at),
     entry,
+    startedAt: at,
     lastAt: at,
     page: entry.page,
     pageview: undefined,

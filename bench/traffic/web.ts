@@ -7,13 +7,17 @@
  *   profiles: $pageview carries the person's first touch as `$set_once`, as posthog-js sends it;
  * - 25% an anonymous visitor's page events, personless (`$process_person_profile: false`, posthog-js's default
  *   `person_profiles: 'identified_only'`), distinct ID the browser's anonymous UUIDv7;
- * - 2.5% `$identify`: an anonymous visitor logs in (`$anon_distinct_id` their anonymous ID, `$set` email and
- *   name) and is a user from then on, four in five with an account they have (a new browser), one in five
- *   signing up; a new visitor arrives in their place;
+ * - 2.5% `$identify`: an anonymous visitor logs in during a visit (`$anon_distinct_id` their anonymous ID, `$set`
+ *   email and name) and is a user from then on, four in five with an account they have (a new browser), one in
+ *   five signing up; a new visitor arrives in their place;
  * - 0.5% `$set` (`setPersonProperties`) from a user's page;
  * - 12% posthog-node: the backend's `capture`s (and a tenth of them `identify`) for a user, distinct ID the user ID.
- * Within a session the page events follow each other as a browser sends them: a $pageview, clicks and custom
- * events on the page, its $pageleave, the next page's $pageview.
+ *
+ * Page events come in visits, as a browser sends them: a person opens a few pages (`LAST_PAGE`), each a $pageview,
+ * clicks and custom events on it, then its $pageleave, `VISIT_EVENT_GAP_MS` apart on average; posthog-js keeps one
+ * `$session_id` (and `$window_id`) for them, and a new one after 30 idle minutes or 24 hours (people.ts). The
+ * visits under way at once are as many as the step between events needs for that pace, so a load of events a few
+ * seconds apart (the query bench's 30 days) has visits as long as one of 25 events a second.
  *
  * Batches of 100 events from many people, as `http` sends them. posthog-js itself posts a few events at a time
  * (the recording: 31 page events in 21 requests), so real traffic pays more HTTP per event than this load; a
@@ -44,6 +48,22 @@ const USERS = 0.7;
 const RETURNING = 0.8;
 /** The site's events come this far apart (25 a second): a file of 40,000 events spans 27 minutes. */
 const STEP_MS = 40;
+/** A visit's events come this far apart on average: a page is read for a minute and a half (4.3 events). */
+const VISIT_EVENT_GAP_MS = 20_000;
+/** The chance that a page is the visit's last: a visitor reads 2.5 pages on average, a user works on 4. */
+const LAST_PAGE = { user: 0.25, anonymous: 0.4 } as const;
+type Audience = keyof typeof LAST_PAGE;
+/** Shares of all events by the visits they come from: a user's pages and `$set`s, a visitor's pages and logins. */
+const VISIT_SHARES: Readonly<Record<Audience, number>> = {
+  user: 1 - MIX.server - MIX.login - MIX.anonymous,
+  anonymous: MIX.anonymous + MIX.login,
+};
+
+/** A person's visit under way: the pages they will open yet, the one open now included. */
+interface Visit {
+  readonly person: Person;
+  pagesLeft: number;
+}
 
 type Properties = Record<string, unknown>;
 
@@ -69,6 +89,10 @@ export class WebTraffic {
   readonly #t: Templates;
   readonly #users: Person[] = [];
   readonly #visitors: Person[] = [];
+  /** The visits under way, a user's and a visitor's, and how many of each are under way at once. */
+  readonly #visits: Record<Audience, Visit[]> = { user: [], anonymous: [] };
+  readonly #visitsAtOnce: Record<Audience, number>;
+  readonly #visiting = new Set<Person>();
   #at: number;
   readonly #stepMs: number;
 
@@ -86,6 +110,17 @@ export class WebTraffic {
       );
       (user ? this.#users : this.#visitors).push(person);
     }
+    // a visit gets one in `atOnce` of its audience's events, so they come atOnce / share steps apart; at most a
+    // tenth of the audience visits at once, so that a new visit soon finds someone who is not visiting
+    const atOnce = (audience: Audience, people: number) =>
+      Math.max(
+        1,
+        Math.min(Math.round((VISIT_EVENT_GAP_MS * VISIT_SHARES[audience]) / stepMs), Math.floor(people / 10)),
+      );
+    this.#visitsAtOnce = {
+      user: atOnce("user", this.#users.length),
+      anonymous: atOnce("anonymous", this.#visitors.length),
+    };
   }
 
   /** The next event, a step after the last. */
@@ -94,13 +129,52 @@ export class WebTraffic {
     const rng = this.#rng;
     const kind = weighted(rng, KINDS).kind;
     if (kind === "server") return this.#server(rng.pick(this.#users));
-    if (kind === "login") return this.#login(rng.int(this.#visitors.length));
-    if (kind === "set") return this.#set(rng.pick(this.#users));
-    return this.#pageEvent(rng.pick(kind === "anonymous" ? this.#visitors : this.#users));
+    if (kind === "login") return this.#login(this.#onPage(this.#visit("anonymous")));
+    if (kind === "set") return this.#set(this.#visit("user").person);
+    return this.#pageEvent(this.#visit(kind === "anonymous" ? "anonymous" : "user"));
   }
 
-  /** A page event of the person's session: the open page's $pageview, a click or custom event on it, or leaving it. */
-  #pageEvent(person: Person): Event {
+  /** One of the visits under way of the audience, after new ones have started where some ended. */
+  #visit(audience: Audience): Visit {
+    const visits = this.#visits[audience];
+    while (visits.length < this.#visitsAtOnce[audience]) {
+      const people = audience === "user" ? this.#users : this.#visitors;
+      let person = this.#rng.pick(people);
+      while (this.#visiting.has(person)) person = this.#rng.pick(people);
+      this.#visiting.add(person);
+      visits.push({ person, pagesLeft: this.#pages(audience) });
+    }
+    return this.#rng.pick(visits);
+  }
+
+  /** A visit of the same audience as `visit` whose page is open (its $pageview sent), if one is; else `visit`. */
+  #onPage(visit: Visit): Visit {
+    if (visit.person.session?.pageview) return visit;
+    const audience = visit.person.userId === undefined ? "anonymous" : "user";
+    return this.#visits[audience].find((other) => other.person.session?.pageview) ?? visit;
+  }
+
+  /** How many pages a visit opens: one, then another until one is the last. */
+  #pages(audience: Audience): number {
+    let pages = 1;
+    while (this.#rng.next() >= LAST_PAGE[audience]) pages++;
+    return pages;
+  }
+
+  /** Takes the visit out of those of `audience` under way (its order does not matter: visits are picked at random). */
+  #remove(audience: Audience, visit: Visit): void {
+    const visits = this.#visits[audience];
+    const at = visits.indexOf(visit);
+    visits[at] = visits.at(-1)!;
+    visits.pop();
+  }
+
+  /**
+   * A page event of the visit: the open page's $pageview, a click or custom event on it, or leaving it; the visit
+   * ends as its last page is left.
+   */
+  #pageEvent(visit: Visit): Event {
+    const { person } = visit;
     const session = sessionAt(this.#rng, person, this.#at);
     const roll = this.#rng.next();
     if (!session.pageview) {
@@ -122,20 +196,27 @@ export class WebTraffic {
     const event = this.#browser(this.#t.pageleave, person, session);
     session.page = nextPage(this.#rng, person);
     session.pageview = undefined;
+    if (--visit.pagesLeft === 0) {
+      this.#remove(person.userId === undefined ? "anonymous" : "user", visit);
+      this.#visiting.delete(person);
+    }
     return event;
   }
 
   /**
-   * The visitor at `index` logs in on the page they are on (`$identify`), as a user who has an account
-   * (`RETURNING`: a new browser, cleared cookies) or signing up; a new visitor takes their place.
+   * The visitor logs in on the page they are on (`$identify`), as a user who has an account (`RETURNING`: a new
+   * browser, cleared cookies) or signing up, and goes on as a user, in the same session; a new visitor takes their
+   * place among the people.
    */
-  #login(index: number): Event {
-    const person = this.#visitors[index]!;
+  #login(visit: Visit): Event {
+    const { person } = visit;
     const session = sessionAt(this.#rng, person, this.#at);
     const account = this.#rng.next() < RETURNING ? this.#rng.pick(this.#users) : person;
     person.userId = account.userId ?? newUserId(this.#rng);
-    this.#visitors[index] = newPerson(this.#rng, this.#at);
+    this.#visitors[this.#visitors.indexOf(person)] = newPerson(this.#rng, this.#at);
     this.#users.push(person);
+    this.#remove("anonymous", visit);
+    this.#visits.user.push(visit);
     const event = this.#browser({ anonymous: this.#t.identify, identified: this.#t.identify }, person, session);
     assign(event, { $set: { email: account.email, name: account.name } });
     event.properties.$anon_distinct_id = person.anonId;

@@ -150,7 +150,7 @@ const QUERIES: readonly Query[] = [
     sql: (layout) =>
       `SELECT domain, source, count() AS sessions FROM (${
         layout.sessions
-          ? `SELECT argMinMerge(entry) AS entry, entry.referring_domain AS domain, entry.utm_source AS source
+          ? `SELECT argMinMerge(entry_referring_domain) AS domain, argMinMerge(entry_utm_source) AS source
              FROM sessions GROUP BY session_id HAVING uniqMerge(pageview_count) > 0`
           : `SELECT session_id, argMin(${layout.text("$referring_domain")}, (timestamp, uuid)) AS domain,
                argMin(${layout.text("utm_source")}, (timestamp, uuid)) AS source

@@ -15,6 +15,7 @@ import { MAX_SESSIONS, MAX_WAITING } from "../src/query/sessions";
 import { AST_LIMITS, limitSettings, MAX_QUERY_BYTES, QUERY_PRIORITY } from "../src/query/settings";
 import { WRITE_PATH_PRIORITY } from "../src/storage/clickhouse";
 import { createSchema } from "../src/storage/schema";
+import { ENTRY_PROPERTIES } from "../src/storage/schema/sessions";
 import { send, startService, type TestService } from "./helpers/service";
 
 // The docs are part of the product: the README's configuration table is the settings declaration's, every link
@@ -321,7 +322,9 @@ describe("the SQL the docs show", () => {
     ]);
     const read = () =>
       service.db.rows(
-        `SELECT session_id, argMinMerge(entry) AS entry, toString(uniqMerge(autocapture_count)) AS autocaptures,
+        `SELECT session_id, ${Object.keys(ENTRY_PROPERTIES)
+          .map((column) => `argMinMerge(${column}) AS ${column}`)
+          .join(", ")}, toString(uniqMerge(autocapture_count)) AS autocaptures,
                 toString(uniqMerge(screen_count)) AS screens, toString(uniqMerge(pageview_count)) AS pageviews,
                 toString(uniqMerge(event_count)) AS events, argMinMerge(distinct_id) AS first,
                 argMinMerge(entry_url) AS entry_url, argMaxMerge(exit_url) AS exit_url

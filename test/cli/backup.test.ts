@@ -153,7 +153,7 @@ describe.skipIf(!embedded)("ingest backup and restore", () => {
     expect(summary.bytes).toBeGreaterThan(0);
     expect(JSON.parse(readFileSync(join(dest, MANIFEST), "utf8"))).toMatchObject({
       service: expect.any(String),
-      schema: 2,
+      schema: 3,
     });
 
     const target = dataEnv({

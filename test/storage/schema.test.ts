@@ -3,6 +3,7 @@ import { loadConfig } from "../../src/config";
 import { SchemaError } from "../../src/storage";
 import type { ClickHouse } from "../../src/storage/clickhouse";
 import { createSchema, SESSIONS_SET_ASIDE, schemaObjects } from "../../src/storage/schema";
+import { ENTRY_PROPERTIES, SESSION_COLUMNS, UTC_MICROS } from "../../src/storage/schema/sessions";
 import { literal } from "../../src/storage/sql";
 import { Storage, storageOptions } from "../../src/write";
 import { captured } from "../helpers/captured";
@@ -231,7 +232,7 @@ describe("an existing database that drifted from the schema", () => {
       // the entry is the old event's, read from events by the rebuild
       expect(
         await db.rows(
-          `SELECT argMinMerge(entry_url) AS url, argMinMerge(entry).utm_source AS utm_source,
+          `SELECT argMinMerge(entry_url) AS url, argMinMerge(entry_utm_source) AS utm_source,
              toString(uniqMerge(pageview_count)) AS pageviews, toString(uniqMerge(screen_count)) AS screens
            FROM ${db.table("sessions")} GROUP BY session_id`,
         ),
@@ -239,22 +240,62 @@ describe("an existing database that drifted from the schema", () => {
     });
   });
 
-  /** `sessions` and its view as schema version 1 made them: this version's, with `uniqExact` counts. */
+  /**
+   * The statements of `sessions` and its view as schema version 2 made them: the entry one column, `entry`, the
+   * `argMin` state of a tuple of its properties, which one `JSONExtract` parsed and two casts renamed (the country's
+   * expression is shortened: it only reads `geoip`).
+   */
+  function sessionsOfVersion2(db: ClickHouse): [table: string, view: string] {
+    const [mv, sessions, events] = ["sessions_mv", "sessions", "events"].map((name) => db.table(name));
+    const key = `Tuple(${UTC_MICROS}, UUID)`;
+    const names = Object.keys(ENTRY_PROPERTIES).map((column) => column.replace(/^entry_/, ""));
+    const tuple = `Tuple(${names.map((name) => `${name} String`).join(", ")})`;
+    const columns = Object.entries(SESSION_COLUMNS)
+      .filter(([name]) => ENTRY_PROPERTIES[name] === undefined)
+      .map(([name, type]) =>
+        name === "entry_country"
+          ? `entry AggregateFunction(argMin, ${tuple}, ${key}), ${name} ${type}`
+          : `${name} ${type}`,
+      );
+    const parsed = literal(
+      `Tuple(${Object.values(ENTRY_PROPERTIES)
+        .map((p) => `\`${p}\` String`)
+        .join(", ")})`,
+    );
+    const unnamed = literal(`Tuple(${names.map(() => "String").join(", ")})`);
+    const isView = "event IN ('$pageview', '$screen')";
+    const entry = `CAST(CAST(if(${isView}, JSONExtract(properties, ${parsed}), JSONExtract('{}', ${parsed})), ${unnamed}), ${literal(tuple)})`;
+    return [
+      `CREATE TABLE ${sessions} (${columns.join(", ")}) ENGINE = AggregatingMergeTree ORDER BY session_id`,
+      `CREATE MATERIALIZED VIEW ${mv} TO ${sessions} AS SELECT session_id,
+         argMinState(distinct_id, timestamp) AS distinct_id, min(timestamp) AS min_timestamp,
+         max(timestamp) AS max_timestamp, uniqState(uuid) AS event_count,
+         uniqIfState(uuid, event = '$pageview') AS pageview_count,
+         argMinIfState(current_url, timestamp, current_url != '') AS entry_url,
+         argMaxIfState(current_url, timestamp, current_url != '') AS exit_url,
+         uniqIfState(uuid, event = '$screen') AS screen_count, uniqIfState(uuid, event = '$autocapture') AS autocapture_count,
+         argMinIfState(${entry}, (timestamp, uuid), ${isView}) AS entry,
+         argMinIfState(if(${isView}, JSONExtractString(geoip, '$geoip_country_code'), ''), (timestamp, uuid), ${isView}) AS entry_country
+       FROM ${events} WHERE session_id != '' GROUP BY session_id`,
+    ];
+  }
+
+  /** Makes `sessions` and its view as `statements` say, in place of this version's. */
+  async function sessionsAs(db: ClickHouse, statements: readonly string[]): Promise<void> {
+    await db.command(`DROP VIEW ${db.table("sessions_mv")}`);
+    await db.command(`DROP TABLE ${db.table("sessions")}`);
+    for (const statement of statements) await db.command(statement);
+  }
+
+  /** `sessions` and its view as schema version 1 made them: version 2's, with `uniqExact` counts. */
   async function sessionsOfVersion1(db: ClickHouse): Promise<void> {
-    const [mv, sessions] = ["sessions_mv", "sessions"].map((name) => db.table(name));
     const exact = (sql: string) =>
       sql
         .replaceAll("AggregateFunction(uniq, UUID)", "AggregateFunction(uniqExact, UUID)")
         .replace(/\buniq(If)?State\(/g, "uniqExact$1State(");
-    const [table, view] = ["sessions", "sessions_mv"].map(
-      (name) => schemaObjects(db.database).find((o) => o.name === name)!.create,
-    );
-    await db.command(`DROP VIEW ${mv}`);
-    await db.command(`DROP TABLE ${sessions}`);
-    await db.command(exact(table!));
-    const old = exact(view!);
-    expect(old).toContain(`uniqExactIfState(uuid, event = '$pageview')`);
-    await db.command(old);
+    const [table, view] = sessionsOfVersion2(db).map(exact);
+    expect(view).toContain(`uniqExactIfState(uuid, event = '$pageview')`);
+    await sessionsAs(db, [table!, view!]);
     expect(
       await db.rows(
         `SELECT DISTINCT type FROM system.columns WHERE database = ${literal(db.database)} AND table = 'sessions' AND name LIKE '%count'`,
@@ -284,7 +325,7 @@ describe("an existing database that drifted from the schema", () => {
     db.rows(
       `SELECT session_id, argMinMerge(distinct_id) AS distinct_id, toString(uniqMerge(event_count)) AS events,
          toString(uniqMerge(pageview_count)) AS pageviews, toString(uniqMerge(autocapture_count)) AS autocaptures,
-         argMinMerge(entry_url) AS entry_url, argMaxMerge(exit_url) AS exit_url, argMinMerge(entry).utm_source AS utm_source,
+         argMinMerge(entry_url) AS entry_url, argMaxMerge(exit_url) AS exit_url, argMinMerge(entry_utm_source) AS utm_source,
          toString(dateDiff('second', min(min_timestamp), max(max_timestamp))) AS duration
        FROM ${db.table("sessions")} GROUP BY session_id ORDER BY session_id`,
     );
@@ -354,6 +395,43 @@ describe("an existing database that drifted from the schema", () => {
       await storage.close();
       const [, b] = (await readSessions(db)) as [unknown, Record<string, string>];
       expect([b.events, b.pageviews, b.duration]).toEqual(["2", "2", "5"]);
+    });
+  });
+
+  test("sessions of schema version 2 (the entry one tuple) are made again from events at startup: old sessions gain the entry's columns", async () => {
+    await onFreshDatabase(async (config, db, warned) => {
+      await sessionsAs(db, sessionsOfVersion2(db));
+      await oldEvents(db);
+      // the old view wrote the old layout
+      expect(
+        await db.rows(
+          `SELECT argMinMerge(entry).utm_source AS utm_source FROM ${db.table("sessions")} GROUP BY session_id ORDER BY session_id`,
+        ),
+      ).toEqual([{ utm_source: "u1" }, { utm_source: "u4" }]);
+      const storage = await Storage.open(storageOptions(config));
+      const said = warned.mock.calls.map((call) => String(call[0]));
+      expect(said).toContainEqual(
+        expect.stringContaining(
+          "sessions` is made again from 5 events (it has no entry_referring_domain, which this version writes)",
+        ),
+      );
+      const columns = await db.rows<{ name: string; type: string }>(
+        `SELECT name, type FROM system.columns WHERE database = ${literal(db.database)} AND table = 'sessions' ORDER BY position`,
+      );
+      expect(Object.fromEntries(columns.map((column) => [column.name, column.type]))).toEqual(SESSION_COLUMNS);
+      expect(await readSessions(db)).toEqual(rebuilt);
+      // a later pageview of session b, with other properties, through the new view: b's entry stays its first
+      const later = {
+        event: "$pageview",
+        distinct_id: "old-b",
+        uuid: "0190b4a1-0000-7000-8000-000000000005",
+        timestamp: "2024-07-04T09:00:05Z",
+        properties: { $session_id: "b", $current_url: "https://a.example/b2", utm_source: "later", $browser: "Safari" },
+      };
+      await storage.ingest((await captured([later])).events);
+      await storage.close();
+      const [, b] = (await readSessions(db)) as [unknown, Record<string, string>];
+      expect([b.pageviews, b.utm_source, b.exit_url]).toEqual(["2", "u4", "https://a.example/b2"]);
     });
   });
 
@@ -667,7 +745,6 @@ describe("sessions for web analytics", () => {
     autocaptures: number | string;
     duration: number | string;
     is_bounce: number | null;
-    e: unknown;
     entry_of: Record<string, string>;
   }
   const read = () =>
@@ -678,10 +755,10 @@ describe("sessions for web analytics", () => {
          uniqMerge(autocapture_count) AS autocaptures,
          dateDiff('second', min(min_timestamp), max(max_timestamp)) AS duration,
          if(views = 0, NULL, NOT (views > 1 OR autocaptures > 0 OR duration >= 10)) AS is_bounce,
-         argMinMerge(entry) AS e,
-         map('referring_domain', e.referring_domain, 'utm_source', e.utm_source, 'utm_medium', e.utm_medium,
-           'utm_campaign', e.utm_campaign, 'browser', e.browser, 'os', e.os, 'device_type', e.device_type,
-           'gclid', e.gclid, 'fbclid', e.fbclid, 'country', argMinMerge(entry_country)) AS entry_of
+         map(${["referring_domain", "utm_source", "utm_medium", "utm_campaign", "browser", "os", "device_type"]
+           .concat(["gclid", "fbclid", "country"])
+           .map((name) => `'${name}', argMinMerge(entry_${name})`)
+           .join(", ")}) AS entry_of
        FROM ${service.db.table("sessions")} WHERE session_id LIKE 'w-%' GROUP BY session_id ORDER BY session_id`,
     );
   const none = {
@@ -770,7 +847,7 @@ describe("sessions for web analytics", () => {
     },
   ];
   const numbers = (rows: WebSession[]) =>
-    rows.map(({ entry_of, e, ...row }) => ({
+    rows.map(({ entry_of, ...row }) => ({
       ...row,
       entry: entry_of,
       views: Number(row.views),
@@ -781,6 +858,26 @@ describe("sessions for web analytics", () => {
   test("each session keeps its entry (its first pageview or screen), counts, and PostHog's bounce", async () => {
     expect((await send(service, { api_key: KEY, batch })).status).toBe(200);
     expect(numbers(await read())).toEqual(expected);
+  });
+
+  test("each entry column holds its own property of the entry event", async () => {
+    const properties = Object.values(ENTRY_PROPERTIES);
+    const valued = Object.fromEntries(properties.map((property) => [property, `v${property}`]));
+    const landing = { ...view("e-all", 1, "/"), uuid: "0190b4a1-0000-7000-9000-0000000000e1" };
+    landing.properties = { ...landing.properties, ...valued };
+    // later views of the same session, with other values: none of them is the entry
+    const later = [2, 3].map((second) => ({
+      ...view("e-all", second, "/next", Object.fromEntries(properties.map((property) => [property, `later${second}`]))),
+      uuid: `0190b4a1-0000-7000-9000-0000000000e${second}`,
+    }));
+    expect((await send(service, { api_key: KEY, batch: [later[0], landing] })).status).toBe(200);
+    expect((await send(service, { api_key: KEY, batch: [later[1]] })).status).toBe(200);
+    const columns = Object.keys(ENTRY_PROPERTIES);
+    const [row] = await service.db.rows<Record<string, string>>(
+      `SELECT ${columns.map((column) => `argMinMerge(${column}) AS ${column}`).join(", ")}
+       FROM ${service.db.table("sessions")} WHERE session_id = 'e-all' GROUP BY session_id`,
+    );
+    expect(row).toEqual(Object.fromEntries(columns.map((column) => [column, `v${ENTRY_PROPERTIES[column]}`])));
   });
 
   test("the same events again, in other requests and in reverse, change nothing", async () => {

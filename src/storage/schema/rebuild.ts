@@ -39,10 +39,12 @@ export const warnRebuild: RebuildObserver = (rebuild) =>
 /**
  * On one server: `sessions` holds nothing that `events` does not (its view sums them up, `ingest forget` sums them up
  * again), so a `sessions` with a column of another type than this version writes (its counts were `uniqExact`
- * states before schema version 2) is made again rather than refused. Drops the view and renames the table to
- * `SESSIONS_SET_ASIDE`; the caller then creates both anew and calls `refillSessions`. Returns why a refill is due,
- * or undefined: also due when a start before this one set the table aside and stopped before the refill was done.
- * On a cluster it does nothing, and the column check refuses the table (CHANGELOG.md says how to rebuild it there).
+ * states before schema version 2), or without one it writes (the entry was one tuple column, `entry`, before
+ * version 4), is made again rather than refused or given a column that old sessions would hold empty. Drops the
+ * view and renames the table to `SESSIONS_SET_ASIDE`; the caller then creates both anew and calls `refillSessions`.
+ * Returns why a refill is due, or undefined: also due when a start before this one set the table aside and stopped
+ * before the refill was done. On a cluster it does nothing: the column check refuses a column of another type and
+ * adds a missing one (CHANGELOG.md says how to rebuild it there).
  */
 export async function setAsideSessions(db: ClickHouse): Promise<string | undefined> {
   if (db.cluster !== undefined) return undefined;
@@ -52,12 +54,16 @@ export async function setAsideSessions(db: ClickHouse): Promise<string | undefin
   );
   if (rows.some((row) => row.table === SESSIONS_SET_ASIDE)) return "a rebuild begun before was not finished";
   const changed = rows.find((row) => SESSION_COLUMNS[row.name] !== undefined && SESSION_COLUMNS[row.name] !== row.type);
-  if (changed === undefined) return undefined;
+  const missing =
+    rows.length === 0 ? undefined : Object.keys(SESSION_COLUMNS).find((name) => !rows.some((row) => row.name === name));
+  if (changed === undefined && missing === undefined) return undefined;
   // the view first, so that nothing is written into the table set aside; events inserted until the new view
   // exists are in `events` before the refill reads it
   await db.command(`DROP VIEW IF EXISTS ${db.table("sessions_mv")}`);
   await db.command(`RENAME TABLE ${db.table("sessions")} TO ${db.table(SESSIONS_SET_ASIDE)}`);
-  return `its ${changed.name} is ${changed.type}, where this version writes ${SESSION_COLUMNS[changed.name]}`;
+  return changed === undefined
+    ? `it has no ${missing}, which this version writes`
+    : `its ${changed.name} is ${changed.type}, where this version writes ${SESSION_COLUMNS[changed.name]}`;
 }
 
 /**

@@ -4,8 +4,9 @@ import { literal } from "../sql";
 export const UTC_MICROS = "DateTime64(6, 'UTC')";
 
 /**
- * What a session keeps of its entry event: the properties web analytics breaks sessions down by, then the
- * advertising click IDs PostHog lists. The name of each in the `entry` tuple → the event property it comes from.
+ * What a session keeps of its entry event, a column each (`entry_<name>`, PostHog's `initial_<name>`): the
+ * properties web analytics breaks sessions down by, then the advertising click IDs PostHog lists. Name → the event
+ * property it comes from.
  */
 const ENTRY: Readonly<Record<string, string>> = {
   referring_domain: "$referring_domain",
@@ -25,14 +26,15 @@ const ENTRY: Readonly<Record<string, string>> = {
   ),
 };
 
-const ENTRY_TYPE = `Tuple(${Object.keys(ENTRY)
-  .map((name) => `${name} String`)
-  .join(", ")})`;
+/** The entry's columns → the event property each comes from, in `ENTRY`'s order. */
+export const ENTRY_PROPERTIES: Readonly<Record<string, string>> = Object.fromEntries(
+  Object.entries(ENTRY).map(([name, property]) => [`entry_${name}`, property]),
+);
+const ENTRY_COLUMNS = Object.keys(ENTRY_PROPERTIES);
 
 /**
- * The entry of an event that is a view, else an empty one. One `JSONExtract` reads every key into a tuple named as
- * the properties are (a `$` and all), which is renamed by casting it to the same tuple without names, then to
- * `ENTRY_TYPE` (a cast between named tuples matches them by name).
+ * The properties of the entry of an event that is a view, else empty ones: one tuple from one `JSONExtract` (the
+ * parse is most of what the entry costs), whose elements the entry's columns take by position.
  */
 const entryOf = (isView: string): string => {
   const parsed = literal(
@@ -40,13 +42,7 @@ const entryOf = (isView: string): string => {
       .map((key) => `\`${key}\` String`)
       .join(", ")})`,
   );
-  const unnamed = literal(
-    `Tuple(${Object.keys(ENTRY)
-      .map(() => "String")
-      .join(", ")})`,
-  );
-  const either = `if(${isView}, JSONExtract(properties, ${parsed}), JSONExtract('{}', ${parsed}))`;
-  return `CAST(CAST(${either}, ${unnamed}), ${literal(ENTRY_TYPE)})`;
+  return `if(${isView}, JSONExtract(properties, ${parsed}), JSONExtract('{}', ${parsed}))`;
 };
 
 /**
@@ -84,16 +80,18 @@ export const SESSION_COLUMNS: Readonly<Record<string, string>> = {
   exit_url: `AggregateFunction(argMax, String, ${UTC_MICROS})`,
   screen_count: COUNT,
   autocapture_count: COUNT,
-  entry: `AggregateFunction(argMin, ${ENTRY_TYPE}, ${ENTRY_KEY_TYPE})`,
+  ...Object.fromEntries(ENTRY_COLUMNS.map((name) => [name, `AggregateFunction(argMin, String, ${ENTRY_KEY_TYPE})`])),
   entry_country: `AggregateFunction(argMin, String, ${ENTRY_KEY_TYPE})`,
 };
 
 /**
  * The sessions view's query, over the table the events are inserted into on this node. Every column is a state
  * that a repeated event cannot change (sets of uuid hashes, first and last values), so a retried event counts once.
- * The engine plans this query again for every insert, so it stays a few plain expressions (a tuple built key by
- * key took longer to plan than the insert of 700 events it ran on), and it parses the properties of views only
- * (`if` evaluates its branch for the rows that take it): parsing is most of what the entry costs.
+ * The engine plans this query again for every insert, and planning it costs more than running it on a flush's
+ * events, most of it a share for each aggregate. So what the entry's columns share (whether the event is a view,
+ * the argMin key, its parsed properties) is named once, in the subquery: a `WITH` alias is planned again at each
+ * use, which took longer to plan. The properties are parsed for views only (`if` evaluates its branch for the
+ * rows that take it): parsing is most of what running it costs.
  * The bounce rule is PostHog's, read rather than stored (docs/analytics.md#sessions).
  */
 export const sessionsView = (events: string): string => `SELECT
@@ -107,10 +105,12 @@ export const sessionsView = (events: string): string => `SELECT
       argMaxIfState(current_url, timestamp, current_url != '') AS exit_url,
       uniqIfState(uuid, event = '$screen') AS screen_count,
       uniqIfState(uuid, event = '$autocapture') AS autocapture_count,
-      argMinIfState(${entryOf(IS_VIEW)}, ${ENTRY_KEY}, ${IS_VIEW}) AS entry,
-      argMinIfState(if(${IS_VIEW}, ${COUNTRY}, ''), ${ENTRY_KEY}, ${IS_VIEW}) AS entry_country
-    FROM ${events}
-    WHERE session_id != ''
+${ENTRY_COLUMNS.map((name, i) => `      argMinIfState(entry.${i + 1}, entry_key, is_view) AS ${name},\n`).join("")}      argMinIfState(if(is_view, ${COUNTRY}, ''), entry_key, is_view) AS entry_country
+    FROM (
+      SELECT *, ${IS_VIEW} AS is_view, ${ENTRY_KEY} AS entry_key, ${entryOf("is_view")} AS entry
+      FROM ${events}
+      WHERE session_id != ''
+    )
     GROUP BY session_id`;
 
 /**

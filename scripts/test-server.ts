@@ -76,8 +76,17 @@ try {
   const url = await queryUrl();
   console.log(`test:server: the engine behind ${url}`);
   const paths = process.argv.slice(2);
+  // two test processes, as `npm test` runs the suite (package.json), both against this engine
   const tests = Bun.spawn(
-    [process.execPath, "test", "--timeout", "60000", ...(paths.length > 0 ? paths : suiteFiles())],
+    [
+      process.execPath,
+      "test",
+      "--timeout",
+      "60000",
+      "--parallel=2",
+      "--no-isolate",
+      ...(paths.length > 0 ? paths : suiteFiles()),
+    ],
     {
       cwd: ROOT,
       env: { ...process.env, CLICKHOUSE_URL: url, CLICKHOUSE_USER: "default", CLICKHOUSE_PASSWORD: PASSWORD },

@@ -12,8 +12,9 @@ export function scratchDir(prefix: string): string {
 }
 
 /**
- * Removes every scratch directory. Called once, after all tests (test/setup.ts): `bun test` runs no `exit`
- * handlers, so directories registered with one stayed behind (5 GB of them here).
+ * Removes every scratch directory made so far. Called after the tests (test/setup.ts): after each file in a
+ * `--parallel` worker, else once after all of them. `bun test` runs no `exit` handlers, so directories registered
+ * with one stayed behind (5 GB of them here).
  */
 export function removeScratchDirs(): void {
   for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });

@@ -1,5 +1,15 @@
 import { describe, expect, test } from "bun:test";
-import { byTable, OTHERS_STATE, OUR_EVENTS, STORY, sql, TRACES, type Trace } from "../helpers/forget";
+import {
+  byTable,
+  OTHERS_STATE,
+  OUR_EVENTS,
+  STORY,
+  sql,
+  storedByTable,
+  TRACES,
+  type Trace,
+  withinTrace,
+} from "../helpers/forget";
 import { logEntries, processEnv, queryRows, type RunningService, runCommand, startProcess } from "../helpers/process";
 
 // `ingest forget`, as an operator runs it from a shell: on a stopped data directory, through a running service's
@@ -49,8 +59,9 @@ async function expectForgotten(
   others: unknown[],
   service?: RunningService,
 ): Promise<void> {
-  const after = await traces(env, service);
-  for (const [table, [theirs, total]] of Object.entries(after)) {
+  const after = await read<Trace>(env, TRACES, service);
+  for (const [table, theirs] of Object.entries(storedByTable(after))) expect([table, theirs]).toEqual([table, 0]);
+  for (const [table, [theirs, total]] of Object.entries(byTable(after))) {
     expect([table, theirs]).toEqual([table, 0]);
     if (table !== "sessions") expect([table, total]).toEqual([table, before[table]![1] - before[table]![0]]);
   }
@@ -96,7 +107,8 @@ describe.skipIf(!embedded)("ingest forget on a stopped data directory", () => {
     } finally {
       await stop(service);
     }
-    const before = await traces(env);
+    const rows = await read<Trace>(env, TRACES);
+    const before = byTable(rows);
     expect(before.events![0]).toBe(OUR_EVENTS);
     const others = await read(env, OTHERS_STATE);
 
@@ -114,7 +126,10 @@ describe.skipIf(!embedded)("ingest forget on a stopped data directory", () => {
     expect(done.code).toBe(0);
     const summary = summaryOf(done.stdout);
     expect(summary).toMatchObject({ ids: 1, persons: 2, distinctIds: 2, sessionsRebuilt: 1, via: "directly" });
-    expect(summary.removed).toMatchObject({ events: OUR_EVENTS, persons: before.persons![0] });
+    const { events, persons } = summary.removed as Record<string, number>;
+    expect(events).toBe(OUR_EVENTS);
+    // the rows stored as it started: merges (while a process had the directory open) may have collapsed some
+    expect(withinTrace(persons!, before.persons![0], storedByTable(rows).persons!)).toBe(persons!);
     expectAudit(logEntries(done.stderr)[0], "directly");
     await expectForgotten(env, before, others);
 

@@ -89,36 +89,62 @@ const ids = literalList([...OURS]);
 const persons = literalList(OUR_PERSONS);
 const secrets = `[${literalList([...SECRETS]).slice(1, -1)}]`;
 
+/** Each table TRACES reads, and which of its rows are theirs (by ID, person id, session, or a value only they sent). */
+const TRACED: readonly (readonly [table: string, theirs: string])[] = [
+  [
+    "events",
+    `distinct_id IN ${ids} OR person_id IN ${persons} OR session_id IN ('s-anon', 's-user')
+    OR multiSearchAny(properties, ${secrets}) OR multiSearchAny(person_properties, ${secrets})`,
+  ],
+  ["persons", `id IN ${persons} OR distinct_id IN ${ids} OR multiSearchAny(properties, ${secrets})`],
+  ["person_distinct_ids", `distinct_id IN ${ids} OR person_id IN ${persons}`],
+  [
+    "identity_facts",
+    `distinct_id IN ${ids} OR name IN ${ids} OR name IN ${persons}
+    OR multiSearchAny(concat(toString(last_write), toString(first_once), toString(last_once)), ${secrets})`,
+  ],
+  ["person_overrides", `old_person_id IN ${persons} OR override_person_id IN ${persons}`],
+  ["sessions", "session_id IN ('s-anon', 's-user')"],
+  ["groups", "0"],
+  ["group_facts", "0"],
+];
+
 /**
- * For each table: how many rows are theirs (by ID, person id, session, or a value only they sent) and how many rows
- * it has. `{db}` is the database, as `queryRows` fills it in (`sql` below for the others).
+ * For each table: how many of its rows are theirs and how many it has, read with FINAL (one row a key, as the
+ * table's engine collapses them), so a background merge between two reads changes neither; and how many rows of
+ * theirs are stored (`stored`, no FINAL: every version and partial row not merged yet), which a merge may lower.
+ * `{db}` is the database, as `queryRows` fills it in (`sql` below for the others).
  */
-export const TRACES = `
-  SELECT 'events' AS tbl, countIf(distinct_id IN ${ids} OR person_id IN ${persons} OR session_id IN ('s-anon', 's-user')
-    OR multiSearchAny(properties, ${secrets}) OR multiSearchAny(person_properties, ${secrets})) AS theirs, count() AS total
-  FROM {db}.events
-  UNION ALL SELECT 'persons', countIf(id IN ${persons} OR distinct_id IN ${ids} OR multiSearchAny(properties, ${secrets})),
-    count() FROM {db}.persons
-  UNION ALL SELECT 'person_distinct_ids', countIf(distinct_id IN ${ids} OR person_id IN ${persons}), count()
-  FROM {db}.person_distinct_ids
-  UNION ALL SELECT 'identity_facts', countIf(distinct_id IN ${ids} OR name IN ${ids} OR name IN ${persons}
-    OR multiSearchAny(concat(toString(last_write), toString(first_once), toString(last_once)), ${secrets})), count()
-  FROM {db}.identity_facts
-  UNION ALL SELECT 'person_overrides', countIf(old_person_id IN ${persons} OR override_person_id IN ${persons}), count()
-  FROM {db}.person_overrides
-  UNION ALL SELECT 'sessions', countIf(session_id IN ('s-anon', 's-user')), count() FROM {db}.sessions
-  UNION ALL SELECT 'groups', 0, count() FROM {db}.groups
-  UNION ALL SELECT 'group_facts', 0, count() FROM {db}.group_facts`;
+export const TRACES = TRACED.map(
+  ([table, theirs]) =>
+    `SELECT '${table}' AS tbl, countIf(${theirs}) AS theirs, count() AS total,
+    (SELECT countIf(${theirs}) FROM {db}.${table}) AS stored FROM {db}.${table} FINAL`,
+).join("\nUNION ALL ");
 
 export interface Trace {
   readonly tbl: string;
   readonly theirs: number | string;
   readonly total: number | string;
+  readonly stored: number | string;
 }
 
-/** Traces by table: `[theirs, total]`. */
+/** Traces by table, as merged: `[theirs, total]`, both with FINAL. */
 export function byTable(rows: readonly Trace[]): Record<string, [number, number]> {
   return Object.fromEntries(rows.map((row) => [row.tbl, [Number(row.theirs), Number(row.total)]]));
+}
+
+/** Rows of theirs by table, as stored (no FINAL): what a forget that starts now counts as removed, at most. */
+export function storedByTable(rows: readonly Trace[]): Record<string, number> {
+  return Object.fromEntries(rows.map((row) => [row.tbl, Number(row.stored)]));
+}
+
+/**
+ * `removed` if a forget's count of a table's rows is one a forget that started after `before` could have made:
+ * at least one row a key of theirs (`before`'s FINAL count) and at most the rows stored then (merges since then
+ * only collapse rows, and nothing was written between), else a sentence with the bounds.
+ */
+export function withinTrace(removed: number, theirs: number, stored: number): number | string {
+  return theirs <= removed && removed <= stored ? removed : `${removed}, not within [${theirs}, ${stored}]`;
 }
 
 /**

@@ -9,12 +9,19 @@ import { startService, type TestService } from "../helpers/service";
 // place when a client goes away mid-result.
 
 const embedded = !process.env.CLICKHOUSE_URL;
-const SLOW = "SELECT sum(sleepEachRow(0.25)) FROM numbers(4)"; // a second, a row at a time
+// The wait for a place is 1 s here: the query that outlasts it runs 2 s, the one that must not runs 0.2 s, so
+// each outcome holds with most of a second to spare on a busy machine.
+const QUEUE_WAIT_MS = 1_000;
+const SLOW = "SELECT sum(sleepEachRow(0.5)) FROM numbers(4)"; // 2 s, a row at a time
+const SHORT = "SELECT sum(sleepEachRow(0.1)) FROM numbers(2)"; // 0.2 s
 
 describe.skipIf(!embedded)("QUERY_CONCURRENCY", () => {
   let service: TestService;
   beforeAll(async () => {
-    service = await startService({ QUERY_PORT: "0", QUERY_CONCURRENCY: "1" }, { query: { queueWaitMs: 300 } });
+    service = await startService(
+      { QUERY_PORT: "0", QUERY_CONCURRENCY: "1" },
+      { query: { queueWaitMs: QUEUE_WAIT_MS } },
+    );
   });
   afterAll(() => service.stop());
   const post = (sql: string) =>
@@ -23,11 +30,15 @@ describe.skipIf(!embedded)("QUERY_CONCURRENCY", () => {
       code: response.headers.get("x-clickhouse-exception-code"),
       text: await response.text(),
     }));
+  /** Until the query just posted holds the one place (at most 5 s). */
+  const placeTaken = async () => {
+    for (let waited = 0; service.query!.engine.running === 0 && waited < 5_000; waited += 10) await Bun.sleep(10);
+    expect(service.query!.engine.running).toBe(1);
+  };
 
   test("a query waits for a place, then is refused with TOO_MANY_SIMULTANEOUS_QUERIES; the next one runs", async () => {
     const running = post(SLOW);
-    await Bun.sleep(100);
-    expect(service.query!.engine.running).toBe(1);
+    await placeTaken();
     const refused = await post("SELECT 1");
     expect([refused.code, refused.text]).toEqual([
       "202",
@@ -39,8 +50,8 @@ describe.skipIf(!embedded)("QUERY_CONCURRENCY", () => {
   });
 
   test("a query that waits less than the wait gets the place the running one frees", async () => {
-    const first = post("SELECT sum(sleepEachRow(0.1)) FROM numbers(2)");
-    await Bun.sleep(50);
+    const first = post(SHORT);
+    await placeTaken();
     const second = await post("SELECT 2");
     expect([(await first).text, second.text]).toEqual(["0\n", "2\n"]);
   });

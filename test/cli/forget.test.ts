@@ -135,7 +135,7 @@ describe.skipIf(!embedded)("ingest forget on a stopped data directory", () => {
 
     // done: a second time, nobody has the ID
     expect((await forget(["f-anon"], client)).code).toBe(2);
-  });
+  }, 60_000); // eight processes after the service open the engine on the directory: 20 s on a busy 2-core machine
 });
 
 describe("ingest forget through a running service's admin door", () => {

@@ -386,7 +386,7 @@ describe.skipIf(!embedded)("the query port's HTTP interface", () => {
     );
     expect(past.status).toBe(200);
     expect(await past.text()).toContain("__exception__\r\n");
-  });
+  }, 60_000); // over 100 MB of results through the port: 6 s alone, 29 s in npm test on a 2-core machine under load
 
   test("external data (a file in a multipart body, a temporary table for the query) is refused as not implemented", async () => {
     const form = new FormData();

@@ -3,7 +3,7 @@ import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, s
 import { join } from "node:path";
 import { RESTORE_MARKER } from "../../src/engine";
 import { MANIFEST } from "../../src/storage";
-import { TABLES } from "../../src/storage/schema";
+import { SCHEMA_VERSION, TABLES } from "../../src/storage/schema";
 import { processEnv, queryRows, ROOT, type RunningService, runCommand, startProcess } from "../helpers/process";
 import { scratchDir } from "../helpers/scratch";
 
@@ -153,7 +153,7 @@ describe.skipIf(!embedded)("ingest backup and restore", () => {
     expect(summary.bytes).toBeGreaterThan(0);
     expect(JSON.parse(readFileSync(join(dest, MANIFEST), "utf8"))).toMatchObject({
       service: expect.any(String),
-      schema: 3,
+      schema: SCHEMA_VERSION,
     });
 
     const target = dataEnv({

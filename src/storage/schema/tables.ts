@@ -190,14 +190,29 @@ export const KEEPER_PATHS = {
 
 /**
  * The events view: `events` deduplicated, each with the person its distinct ID has now, and its location among its
- * properties, as PostHog stores both. An event keeps the person it was stored with; once that person is merged
- * away, `person_overrides` names the one it went to. `geoip` never repeats a key of `properties`, so joining the
- * two objects' members makes one object.
+ * properties, as PostHog stores both (docs/identity.md#events-and-merges). What each part costs a query, measured by
+ * `npm run bench queries` (bench/README.md#queries):
+ *
+ * - `FINAL`: an event stored twice (a retry) is read once, the newest copy, as merges will leave it. The engine
+ *   merges only the ranges of the sorting key that two parts (or an unmerged part) hold, so a month merged into one
+ *   part reads as without `FINAL`; where parts overlap (the days still being written) it reads the key columns and
+ *   merges them. A copy is always in the month of its first (the sorting key starts with the date, which the
+ *   partition is a function of), so partitions are merged apart (`do_not_merge_across_partitions_select_final`,
+ *   which recent servers decide by themselves): one merged into a single part is read as it is.
+ * - The person: an event keeps the person it was stored with; once that person is merged away,
+ *   `person_overrides` names the one it went to. Only persons whose newest override points elsewhere are joined
+ *   (a survivor's override points at itself), with `ANY`, since each has one row: an event of anyone else keeps
+ *   its own.
+ * - `properties` with `geoip`'s members (which never repeat a key of `properties`, so joining the two objects'
+ *   members makes one object): one copy of the text, in the place of its closing brace (`overlay`), and only for a
+ *   query that reads `properties`: a view's unread columns are not computed.
  */
-const eventsResolvedView = (events: string, overrides: string, materialized: readonly string[]): string => `SELECT
+const eventsResolvedView = (events: string, overrides: string, materialized: readonly string[]): string => {
+  const located = "(e.geoip != '' AND endsWith(e.properties, '}'))";
+  const members = `if(${located}, concat(if(e.properties = '{}', '', ','), substring(e.geoip, 2)), '')`;
+  return `SELECT
       e.uuid AS uuid, e.event AS event,
-      if(e.geoip = '' OR NOT endsWith(e.properties, '}'), e.properties,
-        concat(substring(e.properties, 1, length(e.properties) - 1), if(e.properties = '{}', '', ','), substring(e.geoip, 2))) AS properties,
+      overlay(e.properties, ${members}, length(e.properties) + 1 - ${located}, ${located}) AS properties,
       e.timestamp AS timestamp,
       e.distinct_id AS distinct_id,
       if(o.old_person_id = e.person_id, o.override_person_id, e.person_id) AS person_id,
@@ -205,11 +220,13 @@ const eventsResolvedView = (events: string, overrides: string, materialized: rea
       e.ip AS ip, e.geoip AS geoip, e.created_at AS created_at,
       e.person_properties AS person_properties, e.person_created_at AS person_created_at${materialized.map((name) => `, e.${quoteIdentifier(name)} AS ${quoteIdentifier(name)}`).join("")}
     FROM ${events} AS e FINAL
-    LEFT JOIN (
-      SELECT old_person_id, argMax(override_person_id, version) AS override_person_id
-      FROM ${overrides} GROUP BY old_person_id
+    ANY LEFT JOIN (
+      SELECT old_person_id, override_person_id
+      FROM (SELECT old_person_id, argMax(override_person_id, version) AS override_person_id FROM ${overrides} GROUP BY old_person_id)
+      WHERE override_person_id != old_person_id
     ) AS o ON o.old_person_id = e.person_id
-    SETTINGS join_use_nulls = 0`;
+    SETTINGS join_use_nulls = 0, do_not_merge_across_partitions_select_final = 1`;
+};
 
 /** What the schema may leave out. */
 export interface SchemaOptions {

@@ -59,6 +59,8 @@ export interface StorageObserver {
   schemaRepaired(table: string, column: string, type: string): void;
   /** A table of an older layout is being made again from events at startup, or is done. */
   schemaRebuilt(rebuild: Rebuilt): void;
+  /** At startup, a view another version made was made again with this version's definition. */
+  schemaViewReplaced(view: string): void;
   /** At startup, retention (`EVENTS_RETENTION_DAYS`) dropped months of a table, or set or removed its TTL. */
   retained(change: Retained): void;
   /** The disk the tables are on has less free than `DISK_WARN_PERCENT` (told again each hour it stays so). */
@@ -233,6 +235,9 @@ export function storageObserver(log: Logger, metrics: Metrics): StorageObserver 
       // the service does not listen until it is done
       if (phase === "started") log.warn("schema upgrade: rebuilding a table from events", rebuild);
       else log.info("schema upgrade: table rebuilt", rebuild);
+    },
+    schemaViewReplaced(view) {
+      log.info("schema upgrade: a view made again with this version's definition", { view });
     },
     diskLow(disk) {
       log.warn("disk nearly full: ingest stops when it is", diskFields(disk));

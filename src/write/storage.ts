@@ -170,7 +170,13 @@ export class Storage implements EventSink {
     const db = await ClickHouse.connect(options.clickhouse, backupDir === undefined ? {} : { backupsDir: backupDir });
     let eventsDb = db;
     try {
-      await createSchema(db, observer?.schemaRepaired, options.schema, observer?.schemaRebuilt);
+      await createSchema(
+        db,
+        observer?.schemaRepaired,
+        options.schema,
+        observer?.schemaRebuilt,
+        observer?.schemaViewReplaced,
+      );
       db.setConsistency(await consistencyOf(db));
       for (const change of await applyRetention(db, options.retentionDays)) observer?.retained(change);
       if (options.clickhouse.kind === "embedded") {

@@ -19,6 +19,8 @@ export interface StandInOptions {
   readonly cluster?: { readonly name: string; readonly nodes: number };
   /** The tables `system.tables` lists, name → engine; none by default (a new database). */
   readonly tables?: Readonly<Record<string, string>>;
+  /** The comments of views another version made, name → comment; else each view's is this version's. */
+  readonly comments?: Readonly<Record<string, string>>;
   /** The partitions (`partition_id`) a read of `system.parts` by partition finds; none by default. */
   readonly partitions?: readonly string[];
   /** The exception a statement is refused with (`Code: …`, as a server words it); none refused by default. */
@@ -27,15 +29,19 @@ export interface StandInOptions {
 
 /**
  * A stand-in ClickHouse server for what no real server can be run here for (a modern server does not install on
- * these machines, and a cluster needs several): it answers the schema check as a server holding the schema would
- * (the tables' columns, the default property columns among them, the cluster's nodes, the partitions it is given), every other read with no rows, refuses
- * what it is told to, and records every request.
+ * these machines, and a cluster needs several): it answers the schema check as a server holding this version's
+ * schema would (the tables' columns, the default property columns among them, and views' comments, the cluster's
+ * nodes, the partitions it is given), every other read with no rows, refuses what it is told to, and records every
+ * request.
  */
 export function standInClickHouse(options: StandInOptions = {}): StandInClickHouse {
   const database = options.database ?? "default";
   const tables = options.tables ?? {};
-  const schema = { materializedProperties: MATERIALIZED_BY_DEFAULT };
-  const columns = schemaObjects(database, options.cluster?.name, schema)
+  const objects = schemaObjects(database, options.cluster?.name, { materializedProperties: MATERIALIZED_BY_DEFAULT });
+  // a view's comment as this version makes it: the server holds this version's schema
+  const comments = new Map(objects.map((object) => [object.name, object.definition ?? ""]));
+  for (const [name, comment] of Object.entries(options.comments ?? {})) comments.set(name, comment);
+  const columns = objects
     .flatMap((object) => [
       ...Object.entries(object.columns ?? {}).map(([name, type]) => ({ table: object.name, name, type })),
       ...Object.entries(object.materialized ?? {}).map(([name, { type, expression }]) => ({
@@ -52,7 +58,9 @@ export function standInClickHouse(options: StandInOptions = {}): StandInClickHou
     if (statement.includes("system.databases"))
       return Object.keys(tables).length > 0 ? [JSON.stringify({ name: database })] : [];
     if (statement.includes("system.tables"))
-      return Object.entries(tables).map(([name, engine]) => JSON.stringify({ name, engine }));
+      return Object.entries(tables).map(([name, engine]) =>
+        JSON.stringify({ name, engine, comment: comments.get(name) ?? "" }),
+      );
     if (statement.includes("system.columns")) return columns;
     if (statement.includes("system.parts") && statement.includes("partition_id"))
       return (options.partitions ?? []).map((id) => JSON.stringify({ partition_id: id }));

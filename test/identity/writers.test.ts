@@ -22,6 +22,7 @@ async function counted(
     storageRefused() {},
     schemaRepaired() {},
     schemaRebuilt() {},
+    schemaViewReplaced() {},
     repaired() {},
     retained() {},
     diskLow() {},

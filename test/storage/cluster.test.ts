@@ -195,6 +195,20 @@ describe("what an instance sends a cluster's node", () => {
     expect(recorded.some((r) => r.statement.startsWith("INSERT INTO `default`.`events`"))).toBe(true);
   });
 
+  test("views another version made (another comment, the same columns) are made again ON CLUSTER, and nothing else", async () => {
+    const comments = { events_resolved: "", sessions_mv: "definition sha256:0000000000000000" };
+    const recorded = await openAndWrite(
+      { cluster, tables: allTables(CLUSTER), comments },
+      { CLICKHOUSE_CLUSTER: CLUSTER },
+    );
+    const ddl = recorded.filter((r) => /^(CREATE|ALTER|DROP)/.test(r.statement)).map((r) => r.statement);
+    expect(ddl.map((statement) => words(statement, 5))).toEqual([
+      "CREATE OR REPLACE MATERIALIZED VIEW",
+      "CREATE OR REPLACE VIEW `default`.`events_resolved`",
+    ]);
+    for (const statement of ddl) expect(statement).toContain(`ON CLUSTER \`${CLUSTER}\``);
+  });
+
   test("the quorum is a majority whatever the cluster's size, so a minority of nodes down stops nothing", async () => {
     for (const nodes of [1, 3, 5]) {
       const recorded = await openAndWrite({ cluster: { name: CLUSTER, nodes } }, { CLICKHOUSE_CLUSTER: CLUSTER });

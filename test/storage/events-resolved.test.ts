@@ -1,9 +1,12 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, spyOn, test } from "bun:test";
+import { loadConfig } from "../../src/config";
 import { personIdFor } from "../../src/identity";
 import type { ClickHouse } from "../../src/storage/clickhouse";
+import { schemaObjects } from "../../src/storage/schema";
 import { literal } from "../../src/storage/sql";
+import { Storage, storageOptions } from "../../src/write";
 import { count, links } from "../helpers/rows";
-import { send, startService, type TestService } from "../helpers/service";
+import { clickhouseEnv, openDb, send, startService, type TestService, uniqueDatabase } from "../helpers/service";
 
 // The view analysts count persons on (src/storage/schema/tables.ts, docs/identity.md#events-and-merges): events
 // read once however often they were sent, each on the person it has now, its location among its properties.
@@ -130,5 +133,60 @@ describe("events_resolved", () => {
     );
     expect(rows).toEqual(cases.map(([, location, expected]) => ({ properties: expected, geoip: location })));
     for (const { properties } of rows.slice(0, 3)) expect(JSON.parse(properties).$geoip_country_code).toBe("DE");
+  });
+});
+
+describe("the view made by another version", () => {
+  /** The view as schema version 2 made it: the same columns, another definition, no comment. */
+  const previous = (db: ClickHouse) => `CREATE OR REPLACE VIEW ${db.table("events_resolved")} AS SELECT
+      e.uuid AS uuid, e.event AS event,
+      if(e.geoip = '' OR NOT endsWith(e.properties, '}'), e.properties,
+        concat(substring(e.properties, 1, length(e.properties) - 1), if(e.properties = '{}', '', ','), substring(e.geoip, 2))) AS properties,
+      e.timestamp AS timestamp, e.distinct_id AS distinct_id,
+      if(o.old_person_id = e.person_id, o.override_person_id, e.person_id) AS person_id,
+      e.session_id AS session_id, e.window_id AS window_id, e.current_url AS current_url, e.host AS host,
+      e.ip AS ip, e.geoip AS geoip, e.created_at AS created_at,
+      e.person_properties AS person_properties, e.person_created_at AS person_created_at
+    FROM ${db.table("events")} AS e FINAL
+    LEFT JOIN (
+      SELECT old_person_id, argMax(override_person_id, version) AS override_person_id
+      FROM ${db.table("person_overrides")} GROUP BY old_person_id
+    ) AS o ON o.old_person_id = e.person_id
+    SETTINGS join_use_nulls = 0`;
+
+  test("is made again at startup with this version's definition, though its columns are the same", async () => {
+    const config = loadConfig({ ...clickhouseEnv(), CLICKHOUSE_DATABASE: uniqueDatabase() });
+    await (await Storage.open(storageOptions(config))).close();
+    const db = await openDb(config.clickhouse.database);
+    const warned = spyOn(console, "warn").mockImplementation(() => {});
+    const view = async () => {
+      const [row] = await db.rows<{ comment: string; as_select: string }>(
+        `SELECT comment, as_select FROM system.tables
+         WHERE database = ${literal(config.clickhouse.database)} AND name = 'events_resolved'`,
+      );
+      return row!;
+    };
+    try {
+      const wanted = schemaObjects(config.clickhouse.database).find((object) => object.name === "events_resolved")!;
+      expect((await view()).comment).toBe(wanted.definition!);
+      await db.command(previous(db));
+      expect(await view()).toMatchObject({ comment: "", as_select: expect.stringContaining("concat(") });
+      const storage = await Storage.open(storageOptions(config));
+      const opened = await view();
+      expect(opened.comment).toBe(wanted.definition!);
+      expect(opened.as_select).toContain("overlay(");
+      const said = warned.mock.calls.map((call) => String(call[0]));
+      expect(said).toEqual([
+        `Schema: ${db.table("events_resolved")} was made by another version; made again with this version's definition.`,
+      ]);
+      // and as this version's, it is left alone at the next start
+      await storage.close();
+      await (await Storage.open(storageOptions(config))).close();
+      expect(warned.mock.calls.length).toBe(1);
+    } finally {
+      warned.mockRestore();
+      await db.command(`DROP DATABASE \`${config.clickhouse.database}\``);
+      await db.close();
+    }
   });
 });

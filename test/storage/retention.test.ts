@@ -27,6 +27,7 @@ function retentionLog(): { observer: StorageObserver; changes: RetentionChange[]
     repairFailed: ignore,
     schemaRepaired: ignore,
     schemaRebuilt: ignore,
+    schemaViewReplaced: ignore,
     retained: (change) => changes.push(change),
     diskLow: ignore,
     diskRecovered: ignore,

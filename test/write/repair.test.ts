@@ -50,6 +50,7 @@ function sweepCounter(): { observer: StorageObserver; sweeps: () => number; writ
     preloaded() {},
     schemaRepaired() {},
     schemaRebuilt() {},
+    schemaViewReplaced() {},
     retained() {},
     diskLow() {},
     diskRecovered() {},

@@ -1,22 +1,33 @@
 import type { ClickHouse } from "../clickhouse";
 import { literal, quoteIdentifier } from "../sql";
-import { checkColumns, checkEngines, type RepairObserver, warnRepair } from "./check";
+import {
+  checkColumns,
+  checkEngines,
+  checkViews,
+  type Found,
+  type RepairObserver,
+  type ViewObserver,
+  warnRepair,
+  warnView,
+} from "./check";
 import { clusterNodes } from "./cluster";
 import { propertyKeyOf } from "./properties";
 import { type RebuildObserver, refillSessions, setAsideSessions, warnRebuild } from "./rebuild";
 import { onClusterClause, type SchemaOptions, schemaObjects } from "./tables";
 
 /**
- * Creates the database, tables and the sessions view where they are missing, once what exists has the engines
- * this layout needs, then checks the columns. Safe to run at every start; on a cluster it refuses a cluster the
- * server does not define before any DDL, and sends no DDL when nothing is missing, so an instance starts while a
- * node is down. On one server a `sessions` of an older layout is made again from events (rebuild.ts).
+ * Creates the database, tables and views where they are missing, once what exists has the engines this layout
+ * needs, then checks the columns, and the views' definitions. Safe to run at every start; on a cluster it refuses a
+ * cluster the server does not define before any DDL, and sends no DDL when everything is as this version makes it,
+ * so an instance starts while a node is down. On one server a `sessions` of an older layout is made again from
+ * events (rebuild.ts).
  */
 export async function createSchema(
   db: ClickHouse,
   onRepair: RepairObserver = warnRepair,
   options: SchemaOptions = {},
   onRebuild: RebuildObserver = warnRebuild,
+  onView: ViewObserver = warnView,
 ): Promise<void> {
   const { cluster } = db;
   if (cluster !== undefined) await clusterNodes(db, cluster);
@@ -34,11 +45,12 @@ export async function createSchema(
   // without the view and the table set aside, if they were
   const engines = rebuild === undefined ? found : await tableEngines(db);
   // the views after the columns they read: one made here reads a column the check may yet add
-  for (const views of [false, true]) {
-    const some = objects.filter((object) => object.replace === views);
-    for (const object of some) if (!engines.has(object.name)) await db.command(object.create);
-    await checkColumns(db, some, onCluster, onRepair);
-  }
+  const tables = objects.filter((object) => !object.replace);
+  const views = objects.filter((object) => object.replace);
+  for (const table of tables) if (!engines.has(table.name)) await db.command(table.create);
+  await checkColumns(db, tables, onCluster, onRepair);
+  for (const view of views) if (!engines.has(view.name)) await db.command(view.create);
+  await checkViews(db, views, engines, onRepair, onView);
   if (rebuild !== undefined) await refillSessions(db, rebuild, onRebuild);
 }
 
@@ -51,10 +63,10 @@ async function propertyKeys(db: ClickHouse): Promise<string[]> {
   return columns.map((column) => propertyKeyOf(column.name)).filter((key) => key !== undefined);
 }
 
-/** The engine of each table and view of the database, by name. */
-async function tableEngines(db: ClickHouse): Promise<Map<string, string>> {
-  const tables = await db.rows<{ name: string; engine: string }>(
-    `SELECT name, engine FROM system.tables WHERE database = ${literal(db.database)}`,
+/** The engine and comment of each table and view of the database, by name. */
+async function tableEngines(db: ClickHouse): Promise<Map<string, Found>> {
+  const tables = await db.rows<{ name: string; engine: string; comment: string }>(
+    `SELECT name, engine, comment FROM system.tables WHERE database = ${literal(db.database)}`,
   );
-  return new Map(tables.map((table) => [table.name, table.engine]));
+  return new Map(tables.map(({ name, engine, comment }) => [name, { engine, comment }]));
 }

@@ -1,4 +1,4 @@
-export { type RepairObserver, SchemaError } from "./check";
+export { type RepairObserver, SchemaError, type ViewObserver } from "./check";
 export { consistencyOf } from "./cluster";
 export { createSchema } from "./create";
 export { propertyColumn } from "./properties";

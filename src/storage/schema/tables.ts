@@ -246,8 +246,21 @@ export interface SchemaObject {
   /** A table's materialized columns, added with their expression where missing. */
   readonly materialized: Readonly<Record<string, MaterializedColumn>> | undefined;
   readonly create: string;
-  /** A view: made again (`CREATE OR REPLACE`) when its columns differ from `columns`, rather than altered. */
+  /**
+   * A view: made again (`CREATE OR REPLACE`) when its columns differ from `columns` or its definition from this
+   * version's, rather than altered.
+   */
   readonly replace: boolean;
+  /**
+   * A view's definition, as the comment `create` gives it: a digest of the statement, so that a view made by another
+   * version (whose comment is another, or none) is made again even when its columns are the same.
+   */
+  readonly definition: string | undefined;
+}
+
+/** What a view's comment says of its statement (`SchemaObject.definition`). */
+function definitionOf(statement: string): string {
+  return `definition sha256:${new Bun.CryptoHasher("sha256").update(statement).digest("hex").slice(0, 16)}`;
 }
 
 /**
@@ -268,17 +281,22 @@ export function schemaObjects(database: string, cluster?: string, options: Schem
     rest: string,
     columns?: TableSpec["columns"],
     materialized?: Readonly<Record<string, MaterializedColumn>>,
-  ) =>
+  ) => {
+    const view = kind !== "TABLE";
+    const statement = `CREATE ${view ? `OR REPLACE ${kind}` : "TABLE IF NOT EXISTS"} ${tableName(database, name)}${onClusterClause(cluster)} ${rest}`;
+    // a view holds no data (the sessions view's rows are in `sessions`): made again when its columns are not the
+    // ones it should have, or its definition not this version's (`checkColumns`)
+    const definition = view ? definitionOf(statement) : undefined;
     objects.push({
       name,
       engine,
       columns,
       materialized,
-      // a view holds no data (the sessions view's rows are in `sessions`): made again when its columns are not the
-      // ones it should have (`checkColumns`)
-      create: `CREATE ${kind === "TABLE" ? "TABLE IF NOT EXISTS" : `OR REPLACE ${kind}`} ${tableName(database, name)}${onClusterClause(cluster)} ${rest}`,
-      replace: kind !== "TABLE",
+      create: definition === undefined ? statement : `${statement}\n    COMMENT ${literal(definition)}`,
+      replace: view,
+      definition,
     });
+  };
   for (const spec of TABLES) {
     const materialized = spec.name === "events" ? eventsMaterialized : undefined;
     const columns = [

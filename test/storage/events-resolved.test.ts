@@ -137,8 +137,11 @@ describe("events_resolved", () => {
 });
 
 describe("the view made by another version", () => {
-  /** The view as schema version 2 made it: the same columns, another definition, no comment. */
-  const previous = (db: ClickHouse) => `CREATE OR REPLACE VIEW ${db.table("events_resolved")} AS SELECT
+  /** The view as schema version 4 made it: the same columns (the property columns' too), another definition, no comment. */
+  const previous = (
+    db: ClickHouse,
+    columns: readonly string[],
+  ) => `CREATE OR REPLACE VIEW ${db.table("events_resolved")} AS SELECT
       e.uuid AS uuid, e.event AS event,
       if(e.geoip = '' OR NOT endsWith(e.properties, '}'), e.properties,
         concat(substring(e.properties, 1, length(e.properties) - 1), if(e.properties = '{}', '', ','), substring(e.geoip, 2))) AS properties,
@@ -146,7 +149,7 @@ describe("the view made by another version", () => {
       if(o.old_person_id = e.person_id, o.override_person_id, e.person_id) AS person_id,
       e.session_id AS session_id, e.window_id AS window_id, e.current_url AS current_url, e.host AS host,
       e.ip AS ip, e.geoip AS geoip, e.created_at AS created_at,
-      e.person_properties AS person_properties, e.person_created_at AS person_created_at
+      e.person_properties AS person_properties, e.person_created_at AS person_created_at${columns.map((c) => `, e.\`${c}\` AS \`${c}\``).join("")}
     FROM ${db.table("events")} AS e FINAL
     LEFT JOIN (
       SELECT old_person_id, argMax(override_person_id, version) AS override_person_id
@@ -167,9 +170,17 @@ describe("the view made by another version", () => {
       return row!;
     };
     try {
-      const wanted = schemaObjects(config.clickhouse.database).find((object) => object.name === "events_resolved")!;
+      const wanted = schemaObjects(config.clickhouse.database, undefined, storageOptions(config).schema).find(
+        (object) => object.name === "events_resolved",
+      )!;
       expect((await view()).comment).toBe(wanted.definition!);
-      await db.command(previous(db));
+      const keys = storageOptions(config).schema.materializedProperties ?? [];
+      await db.command(
+        previous(
+          db,
+          keys.map((key) => `mat_${key}`),
+        ),
+      );
       expect(await view()).toMatchObject({ comment: "", as_select: expect.stringContaining("concat(") });
       const storage = await Storage.open(storageOptions(config));
       const opened = await view();

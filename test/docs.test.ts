@@ -278,9 +278,13 @@ describe("the SQL the docs show", () => {
   });
 
   test("docs/analytics.md's queries run and read the property columns and the typed properties", async () => {
-    const [columnBrowsers, columnSeats, browsers, seats, tier, plans, overview, entries, ...rest] =
+    const [columnBrowsers, columnSeats, browsers, seats, tier, daily, plans, overview, entries, ...rest] =
       statements("docs/analytics.md");
     expect(rest).toEqual([]);
+    // anon-1 and user-1 are one person, user-2 another, on the one day they were sent
+    expect((await service.db.rows<{ persons: string | number }>(daily!)).map((row) => Number(row.persons))).toEqual([
+      2,
+    ]);
     // 64-bit counts are numbers from the embedded engine and strings from a server: compared as numbers
     const numbers = (row: Record<string, unknown>) =>
       Object.fromEntries(

@@ -95,6 +95,17 @@ describe.skipIf(!embedded)("what a client holds is bounded", () => {
     expect(await (await post("SELECT 1")).text()).toBe("1\n"); // the place is free for others
     await reader.cancel();
   }, 20_000);
+});
+
+// a service of its own: the one above stops queries after a second (QUERY_TIMEOUT_S=1), which opening a session
+// can take on a busy machine
+describe.skipIf(!embedded)("idle sessions", () => {
+  let service: TestService;
+  beforeAll(async () => {
+    service = await startService({ QUERY_PORT: "0", QUERY_CONCURRENCY: "1" });
+  });
+  afterAll(() => service.stop());
+  const post = (sql: string, search = "") => service.query!.fetch(`/${search}`, { method: "POST", body: sql });
 
   test("sessions left open for an hour lock nobody out: a new one closes the one idle longest", async () => {
     const id = (n: number) => `held-${n}-${crypto.randomUUID()}`;

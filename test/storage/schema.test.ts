@@ -880,6 +880,28 @@ describe("sessions for web analytics", () => {
     expect(row).toEqual(Object.fromEntries(columns.map((column) => [column, `v${ENTRY_PROPERTIES[column]}`])));
   });
 
+  test("a property the entry view lacks comes from the session's first view that has it, as in PostHog", async () => {
+    const views = [
+      // a custom event first: not a view, so not the entry, whatever it carries
+      { ...other("clicked", "f-1", 0, { utm_source: "custom" }), uuid: "0190b4a1-0000-7000-9000-0000000000f0" },
+      { ...view("f-1", 1, "/", { $referring_domain: "a.example" }), uuid: "0190b4a1-0000-7000-9000-0000000000f1" },
+      {
+        ...view("f-1", 2, "/2", { $referring_domain: "b.example", utm_source: "second", $browser: "" }),
+        uuid: "0190b4a1-0000-7000-9000-0000000000f2",
+      },
+      { ...view("f-1", 3, "/3", { utm_source: "third" }), uuid: "0190b4a1-0000-7000-9000-0000000000f3" },
+    ];
+    // in reverse, in two requests: the order they arrive in does not matter
+    expect((await send(service, { api_key: KEY, batch: views.slice(2).reverse() })).status).toBe(200);
+    expect((await send(service, { api_key: KEY, batch: views.slice(0, 2) })).status).toBe(200);
+    const [row] = await service.db.rows(
+      `SELECT argMinMerge(entry_referring_domain) AS domain, argMinMerge(entry_utm_source) AS source,
+         argMinMerge(entry_browser) AS browser, argMinMerge(entry_url) AS url
+       FROM ${service.db.table("sessions")} WHERE session_id = 'f-1' GROUP BY session_id`,
+    );
+    expect(row).toEqual({ domain: "a.example", source: "second", browser: "", url: "https://shop.example/" });
+  });
+
   test("the same events again, in other requests and in reverse, change nothing", async () => {
     for (const again of [[...batch].reverse(), batch.slice(0, 4), batch.slice(4)]) {
       expect((await send(service, { api_key: KEY, batch: again })).status).toBe(200);

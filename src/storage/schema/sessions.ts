@@ -4,9 +4,11 @@ import { literal } from "../sql";
 export const UTC_MICROS = "DateTime64(6, 'UTC')";
 
 /**
- * What a session keeps of its entry event, a column each (`entry_<name>`, PostHog's `initial_<name>`): the
+ * What a session keeps of its entry event, a column each (`entry_<name>`, as PostHog's sessions v3 names them): the
  * properties web analytics breaks sessions down by, then the advertising click IDs PostHog lists. Name → the event
- * property it comes from.
+ * property it comes from. Each column is the first value among the session's views that have one, as PostHog's
+ * are (its argMin skips nulls): the entry event's, unless that one lacks the property. A view that lacks it stores
+ * no state (a byte), where an empty value would store its 24-byte key, and most views lack most of the 27.
  */
 const ENTRY: Readonly<Record<string, string>> = {
   referring_domain: "$referring_domain",
@@ -33,8 +35,9 @@ export const ENTRY_PROPERTIES: Readonly<Record<string, string>> = Object.fromEnt
 const ENTRY_COLUMNS = Object.keys(ENTRY_PROPERTIES);
 
 /**
- * The properties of the entry of an event that is a view, else empty ones: one tuple from one `JSONExtract` (the
- * parse is most of what the entry costs), whose elements the entry's columns take by position.
+ * The entry properties of an event that is a view, else empty ones (so that an empty value stands for "not a view or
+ * none"): one tuple from one `JSONExtract` (the parse is most of what the entry costs), whose elements the entry's
+ * columns take by position.
  */
 const entryOf = (isView: string): string => {
   const parsed = literal(
@@ -105,7 +108,7 @@ export const sessionsView = (events: string): string => `SELECT
       argMaxIfState(current_url, timestamp, current_url != '') AS exit_url,
       uniqIfState(uuid, event = '$screen') AS screen_count,
       uniqIfState(uuid, event = '$autocapture') AS autocapture_count,
-${ENTRY_COLUMNS.map((name, i) => `      argMinIfState(entry.${i + 1}, entry_key, is_view) AS ${name},\n`).join("")}      argMinIfState(if(is_view, ${COUNTRY}, ''), entry_key, is_view) AS entry_country
+${ENTRY_COLUMNS.map((name, i) => `      argMinIfState(entry.${i + 1}, entry_key, entry.${i + 1} != '') AS ${name},\n`).join("")}      argMinIfState(if(is_view, ${COUNTRY}, ''), entry_key, is_view) AS entry_country
     FROM (
       SELECT *, ${IS_VIEW} AS is_view, ${ENTRY_KEY} AS entry_key, ${entryOf("is_view")} AS entry
       FROM ${events}

@@ -35,7 +35,6 @@ export { applyRetention, type RetentionChange } from "./retention";
 export {
   consistencyOf,
   createSchema,
-  propertyColumn,
   SchemaError,
   type SchemaOptions,
   schemaObjects,

@@ -18,7 +18,7 @@ export const TYPED_PROPERTIES: Readonly<Record<string, MaterializedColumn>> = {
 const PREFIX = "mat_";
 
 /** The column that holds a property key's values (`MATERIALIZED_PROPERTIES`). */
-export const propertyColumn = (key: string): string => `${PREFIX}${key}`;
+const propertyColumn = (key: string): string => `${PREFIX}${key}`;
 
 /** The property key a column holds, if it is a property column. */
 export const propertyKeyOf = (column: string): string | undefined =>

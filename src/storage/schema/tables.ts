@@ -2,8 +2,6 @@ import { literal, quoteIdentifier, tableName } from "../sql";
 import { type MaterializedColumn, propertyColumns, TYPED_PROPERTIES } from "./properties";
 import { SESSION_COLUMNS, sessionsView, UTC_MICROS } from "./sessions";
 
-export type { MaterializedColumn } from "./properties";
-
 /**
  * Where a table's rows live on a cluster (`CLICKHOUSE_CLUSTER`; docs/scale-out.md#clusters). On one server every
  * table is a plain one of its name.

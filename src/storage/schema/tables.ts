@@ -199,7 +199,8 @@ export const KEEPER_PATHS = {
  *   which recent servers decide by themselves): one merged into a single part is read as it is.
  * - The person: an event keeps the person it was stored with; once that person is merged away,
  *   `person_overrides` names the one it went to. Only persons whose newest override points elsewhere are joined
- *   (a survivor's override points at itself), with `ANY`, since each has one row: an event of anyone else keeps
+ *   (a survivor's override points at itself), with `ANY`, since each has one row, and only the person they went
+ *   to is read from the join: an event of anyone else finds none (the empty UUID, which no person has) and keeps
  *   its own.
  * - `properties` with `geoip`'s members (which never repeat a key of `properties`, so joining the two objects'
  *   members makes one object): one copy of the text, in the place of its closing brace (`overlay`), and only for a
@@ -213,7 +214,7 @@ const eventsResolvedView = (events: string, overrides: string, materialized: rea
       overlay(e.properties, ${members}, length(e.properties) + 1 - ${located}, ${located}) AS properties,
       e.timestamp AS timestamp,
       e.distinct_id AS distinct_id,
-      if(o.old_person_id = e.person_id, o.override_person_id, e.person_id) AS person_id,
+      if(empty(o.override_person_id), e.person_id, o.override_person_id) AS person_id,
       e.session_id AS session_id, e.window_id AS window_id, e.current_url AS current_url, e.host AS host,
       e.ip AS ip, e.geoip AS geoip, e.created_at AS created_at,
       e.person_properties AS person_properties, e.person_created_at AS person_created_at${materialized.map((name) => `, e.${quoteIdentifier(name)} AS ${quoteIdentifier(name)}`).join("")}

@@ -1,6 +1,6 @@
 import type { Timestamp } from "../contract";
 import type { ClickHouse } from "../storage";
-import { literal } from "../storage";
+import { chunkByBytes, literal, literalList } from "../storage";
 import { compareTuples, type FactRow, type FirstOnce, oncePrefix } from "./facts";
 import type { OnceRequest } from "./gather";
 import type { Link, Person } from "./person";
@@ -114,10 +114,28 @@ export async function loadNeighbourhood(
     FROM (${linksQuery(db, "distinct_id IN sharing")}) AS l
     FULL OUTER JOIN (${factsQuery(db, "(distinct_id IN frontier OR distinct_id IN sharing) AND kind != 'once'")}) AS f
       ON f.distinct_id = l.distinct_id`;
-  // an absent side reads as its columns' defaults (join_use_nulls is 0): empty IDs, which are never a real one
-  const rows = await db.rowsIn<NeighbourRecord>(distinctIds, query);
-  const links = toLinks(rows.filter((row) => row.link_id !== "").map((row) => ({ ...row, distinct_id: row.link_id })));
-  return { links, facts: rows.filter((row) => row.distinct_id !== "").map(toFact) };
+  const links = new Map<string, Link>();
+  const facts: FactRow[] = [];
+  // A long list is read a chunk at a time (`max_query_size`), and chunks overlap: an ID that shares a person with
+  // IDs of two chunks is in the `sharing` of both, and each returns all its facts. Counted twice, they would raise
+  // the person's and links' versions above what its facts give (and above what every later flush derives, which
+  // then loses to them), so an ID's facts are taken from the first chunk that has any.
+  const taken = new Set<string>();
+  for (const chunk of chunkByBytes(distinctIds)) {
+    const rows = await db.rows<NeighbourRecord>(query(literalList(chunk)));
+    const found = new Set<string>();
+    for (const row of rows) {
+      // an absent side reads as its columns' defaults (join_use_nulls is 0): empty IDs, which are never a real one
+      if (row.link_id !== "") {
+        links.set(row.link_id, { personId: row.person, version: Number(row.latest_version) });
+      }
+      if (row.distinct_id === "" || taken.has(row.distinct_id)) continue;
+      found.add(row.distinct_id);
+      facts.push(toFact(row));
+    }
+    for (const id of found) taken.add(id);
+  }
+  return { links, facts };
 }
 
 /**

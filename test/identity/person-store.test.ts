@@ -1,6 +1,7 @@
 import { expect, test } from "bun:test";
 import { personIdFor } from "../../src/identity";
 import { allLinks, loadNeighbourhood } from "../../src/identity/person-store";
+import { MAX_LIST_BYTES } from "../../src/storage/sql";
 import { send, startService } from "../helpers/service";
 
 const KEY = "key-1";
@@ -66,6 +67,32 @@ test("loadNeighbourhood finds a person's other IDs and all their facts in one re
       facts: ["sp-new"],
     });
     expect(new Set([...shared.values()].map((link) => link.personId))).toEqual(new Set([personIdFor("sp-a")]));
+  } finally {
+    await service.stop();
+  }
+});
+
+test("loadNeighbourhood reads each fact once when a person's IDs are in different chunks of a long list", async () => {
+  const service = await startService({ PUBLIC_API_KEYS: KEY });
+  try {
+    const batch = [
+      { event: "$pageview", distinct_id: "ch-anon", properties: { $process_person_profile: false } },
+      { event: "$identify", distinct_id: "ch-user", properties: { $anon_distinct_id: "ch-anon", $set: { a: 1 } } },
+      { event: "$set", distinct_id: "ch-user", properties: { $set: { b: 2 } } },
+    ];
+    expect((await send(service, { api_key: KEY, batch })).status).toBe(200);
+    const key = (fact: { distinct_id: string; kind: string; name: string }) =>
+      `${fact.distinct_id} ${fact.kind} ${fact.name}`;
+    const once = await loadNeighbourhood(service.db, ["ch-anon", "ch-user"]);
+    // an ID as long as a whole chunk's list: the two IDs of the person are read in chunks of their own, each of
+    // which finds the other through the person they share
+    const apart = await loadNeighbourhood(service.db, ["ch-anon", "x".repeat(MAX_LIST_BYTES), "ch-user"]);
+    expect(apart.facts.map(key).sort()).toEqual(once.facts.map(key).sort());
+    expect(new Set(apart.facts.map(key)).size).toBe(apart.facts.length);
+    expect(apart.facts.reduce((sum, fact) => sum + fact.writes, 0)).toBe(
+      once.facts.reduce((sum, fact) => sum + fact.writes, 0),
+    );
+    expect(apart.links).toEqual(once.links);
   } finally {
     await service.stop();
   }

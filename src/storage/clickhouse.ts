@@ -29,11 +29,18 @@ export type ClickHouseSettings = Readonly<Record<string, number | string>>;
  *   an insert need not collapse its own rows first, which saves time (docs/architecture.md#inserts).
  * - `events.properties_typed` reads a key with a dot as a path, so `{"a.b": 1, "a": {"b": 2}}` names one path
  *   twice: the first is kept, where the engine would refuse the row (a 500 the client retries forever).
+ * - A JSON object given for a String column is stored as its text, exactly as written (the default of recent
+ *   versions, pinned): a row may carry an object (an event's properties) rather than its JSON as a string, which
+ *   would be escaped once more to write and unescaped again to read (docs/architecture.md#inserts).
  *
  * A server takes them with each insert (URL parameters, free). chDB's connection would prefix every insert with a
  * `SET` statement, and its one session keeps a `SET`, so the embedded engine gets them once.
  */
-const INSERT_SETTINGS = { optimize_on_insert: 0, type_json_skip_duplicated_paths: 1 } as const;
+const INSERT_SETTINGS = {
+  optimize_on_insert: 0,
+  type_json_skip_duplicated_paths: 1,
+  input_format_json_read_objects_as_strings: 1,
+} as const;
 
 /**
  * The embedded engine's write path runs its queries at priority 1 and the query port its queries at 2: the engine
@@ -142,24 +149,35 @@ export class ClickHouse {
   /**
    * Inserts rows (objects of one shape, as the row builders make them) as JSONCompactEachRow: arrays in the order
    * of the first row's columns, named once. ClickHouse parses that faster than an object a row (no key to match
-   * per field; docs/architecture.md#inserts).
+   * per field; docs/architecture.md#inserts). Embedded, the rows are encoded in one `JSON.stringify` of them all,
+   * separated by commas (which the format takes between rows), and handed to the engine with the statement: the
+   * client would encode them a row at a time, join them and copy the text into the statement again.
    */
   async insert<Row extends object>(table: string, rows: readonly Row[]): Promise<void> {
     if (rows.length === 0) return;
     const columns = Object.keys(rows[0]!) as [keyof Row & string, ...(keyof Row & string)[]];
+    const values = rows.map((row) => columns.map((column) => row[column]));
+    const clickhouse_settings = { ...this.#insertSettings, ...this.#tableSettings[table] };
+    const inserted =
+      this.backend === "embedded"
+        ? () =>
+            this.client.command({
+              query: `INSERT INTO ${this.table(table)} (${columns.join(", ")}) FORMAT JSONCompactEachRow\n${JSON.stringify(values).slice(1, -1)}`,
+              clickhouse_settings,
+            })
+        : () =>
+            this.client.insert({
+              table: this.table(table),
+              values,
+              format: "JSONCompactEachRow",
+              columns,
+              clickhouse_settings,
+            });
     await this.#settled(() =>
-      this.client
-        .insert({
-          table: this.table(table),
-          values: rows.map((row) => columns.map((column) => row[column])),
-          format: "JSONCompactEachRow",
-          columns,
-          clickhouse_settings: { ...this.#insertSettings, ...this.#tableSettings[table] },
-        })
-        .catch((error: unknown) => {
-          if (typeof error === "object" && error !== null) failedInserts.set(error, table);
-          throw error;
-        }),
+      inserted().catch((error: unknown) => {
+        if (typeof error === "object" && error !== null) failedInserts.set(error, table);
+        throw error;
+      }),
     );
   }
 

@@ -1,4 +1,4 @@
-import type { CapturedEvent, Timestamp } from "../contract";
+import type { CapturedEvent, Properties, Timestamp } from "../contract";
 import type { PersonOnEvent } from "./persons-on-events";
 
 /** The rows of `events`, made from the event model, and how a flush's rows are split into inserts. */
@@ -7,7 +7,11 @@ import type { PersonOnEvent } from "./persons-on-events";
 export interface EventRow {
   uuid: string;
   event: string;
-  properties: string;
+  /**
+   * Stored as its JSON text: the insert writes the object into the String column once (`ClickHouse.insert`), where
+   * a string of it would be escaped a second time, and unescaped again by the engine.
+   */
+  properties: Properties;
   timestamp: Timestamp;
   distinct_id: string;
   person_id: string;
@@ -28,7 +32,7 @@ export function eventRow(event: CapturedEvent, personId: string, person?: Person
   const row: EventRow = {
     uuid: event.uuid,
     event: event.event,
-    properties: JSON.stringify(event.properties),
+    properties: event.properties,
     timestamp: event.timestamp,
     distinct_id: event.distinctId,
     person_id: personId,

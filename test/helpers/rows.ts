@@ -5,7 +5,11 @@ import { literal } from "../../src/storage/sql";
 import type { EventRow } from "../../src/write/rows";
 
 /** An events row as read back: the row the service wrote, with timestamps as ClickHouse prints them. */
-export type StoredEvent = Omit<EventRow, "timestamp" | "created_at"> & { timestamp: string; created_at: string };
+export type StoredEvent = Omit<EventRow, "properties" | "timestamp" | "created_at"> & {
+  properties: string;
+  timestamp: string;
+  created_at: string;
+};
 
 export interface StoredPerson {
   id: string;

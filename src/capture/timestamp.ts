@@ -14,6 +14,8 @@ const ISO_DATE_TIME =
  * other shapes, impossible dates such as February 30, or years outside 1900–2299.
  */
 export function parseTimestamp(text: string): Timestamp | undefined {
+  const fast = parseCanonical(text);
+  if (fast !== undefined) return fast;
   const match = ISO_DATE_TIME.exec(text);
   if (match === null) return undefined;
   const [
@@ -50,6 +52,26 @@ export function parseTimestamp(text: string): Timestamp | undefined {
   const utc = new Date(Date.UTC(y, mo - 1, d, h, mi, leap ? 59 : s) - offsetMs);
   if (utc.getUTCFullYear() < MIN_YEAR || utc.getUTCFullYear() > MAX_YEAR) return undefined;
   return format(utc, micros);
+}
+
+/** `YYYY-MM-DDTHH:MM:SS.sssZ`, as `toISOString` and most SDKs write it: the ISO pattern's answer without its match. */
+const CANONICAL = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+/**
+ * The common shape read without the general pattern's captures (an import checks every event's timestamp);
+ * undefined for anything else, and for a leap second, which the general reading handles. Same answers.
+ */
+function parseCanonical(text: string): Timestamp | undefined {
+  if (text.length !== 24 || !CANONICAL.test(text)) return undefined;
+  const y = Number(text.slice(0, 4));
+  const mo = Number(text.slice(5, 7));
+  const d = Number(text.slice(8, 10));
+  const h = Number(text.slice(11, 13));
+  const mi = Number(text.slice(14, 16));
+  const s = Number(text.slice(17, 19));
+  if (y < MIN_YEAR || y > MAX_YEAR || h > 23 || mi > 59 || s > 59) return undefined;
+  if (mo < 1 || mo > 12 || d < 1 || d > daysInMonth(y, mo)) return undefined;
+  return `${text.slice(0, 10)} ${text.slice(11, 23)}000` as Timestamp;
 }
 
 function daysInMonth(year: number, month: number): number {

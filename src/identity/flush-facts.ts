@@ -140,10 +140,12 @@ function explicitFacts(
  */
 function automaticFacts(intent: PersonIntent, at: When, person: Component | undefined, changes: boolean): FactRow[] {
   const { event, updates: explicit, automatic, location } = intent;
+  if (automatic === undefined && location === undefined) return []; // nothing to write, whatever changes
   const distinctId = event.distinctId;
   const facts: FactRow[] = [];
   const riding: FactRow[] = [];
-  const unset = new Set(explicit?.unset);
+  // made only when there is one: most events unset nothing, and this runs for every event of every flush
+  const unset = explicit?.unset !== undefined && explicit.unset.length > 0 ? new Set(explicit.unset) : undefined;
   /** The `$set` of `key`, unless the person holds that value already (or a later one). */
   const setOf = (key: string): FactRow | undefined => {
     const json = JSON.stringify(automatic!.set[key]);
@@ -152,7 +154,7 @@ function automaticFacts(intent: PersonIntent, at: When, person: Component | unde
   };
   const churning: string[] = [];
   for (const key in automatic?.set) {
-    if (explicit?.set?.[key] !== undefined || unset.has(key)) continue;
+    if (explicit?.set?.[key] !== undefined || unset?.has(key) === true) continue;
     // page and device keys only matter if something else changes: compared then
     if (person !== undefined && churns(key)) churning.push(key);
     else {

@@ -1,4 +1,4 @@
-import { type AcceptedEvent, type Dropped, type Invalid, uuidOf, verdictOf } from "../capture";
+import { type AcceptedEvent, type Dropped, type Invalid, verdictOf } from "../capture";
 import { isObject } from "../contract";
 import { IMPORT_NAMESPACE } from "./formats";
 
@@ -23,10 +23,10 @@ export function importEvent(
 ): ImportEvent | Rejection {
   if (!isObject(item)) return "not an event";
   if (item.timestamp === undefined || item.timestamp === null) return "no timestamp";
-  const withUuid =
-    uuidOf(item.uuid) !== undefined
-      ? item
-      : { ...item, uuid: Bun.randomUUIDv5(`${where.line}:${where.index}:${where.text}`, IMPORT_NAMESPACE) };
-  const verdict = verdictOf(withUuid);
-  return verdict.kind === "accepted" ? { item: withUuid, accepted: verdict.event } : verdict.reason;
+  // the verdict does not depend on the UUID: the item is checked once, and given one only if it has none usable
+  const verdict = verdictOf(item);
+  if (verdict.kind !== "accepted") return verdict.reason;
+  if (verdict.event.uuid !== undefined) return { item, accepted: verdict.event };
+  const uuid = Bun.randomUUIDv5(`${where.line}:${where.index}:${where.text}`, IMPORT_NAMESPACE);
+  return { item: { ...item, uuid }, accepted: { ...verdict.event, uuid } };
 }

@@ -73,6 +73,21 @@ describe("parseTimestamp", () => {
     }
   });
 
+  test("the common shape (toISOString's) reads as the general pattern reads it, odd values included", () => {
+    // read by the short path, or left by it to the general one: the answers must be the general one's
+    const general = (text: string) => parseTimestamp(text.replace("T", "t")); // `t` is only ever read the general way
+    const digits = (n: number, width: number) => String(n).padStart(width, "0");
+    const { next } = random(11);
+    const pick = (values: readonly number[]) => values[Math.floor(next() * values.length)]!;
+    for (let i = 0; i < 5_000; i++) {
+      const text = `${digits(pick([1899, 1900, 1970, 2000, 2024, 2100, 2299, 2300, 9999]), 4)}-${digits(pick([0, 1, 2, 4, 12, 13]), 2)}-${digits(pick([0, 1, 28, 29, 30, 31, 32]), 2)}T${digits(pick([0, 12, 23, 24]), 2)}:${digits(pick([0, 59, 60]), 2)}:${digits(pick([0, 59, 60, 61]), 2)}.${digits(pick([0, 7, 999]), 3)}Z`;
+      expect(parseTimestamp(text)).toBe(general(text));
+    }
+    expect(parseTimestamp("2024-02-29T23:59:60.123Z")).toBe("2024-02-29 23:59:59.999999" as never); // a leap second
+    expect(parseTimestamp("2023-02-29T12:00:00.000Z")).toBeUndefined();
+    expect(parseTimestamp("2024-05-01T12:00:00.042Z")).toBe("2024-05-01 12:00:00.042000" as never);
+  });
+
   test("timestampFromDate keeps milliseconds", () => {
     expect(timestampFromDate(new Date("2024-05-01T12:00:00.042Z"))).toBe("2024-05-01 12:00:00.042000" as never);
   });

@@ -353,14 +353,14 @@ export class IdentityResolver {
   ): Promise<Component[]> {
     // every fact and link acknowledged before this flush's read, whichever replica took it, is read
     await this.db.catchUp(IDENTITY_TABLES);
-    const { facts, together } = await gatherFacts(
+    const { facts, together, visited } = await gatherFacts(
       (frontier) => loadNeighbourhood(this.db, frontier),
       ids,
       current,
       written,
     );
     let read = components(facts, together);
-    const legacy = await legacyFacts(this.db, read, current);
+    const legacy = await legacyFacts(this.db, read, current, visited);
     if (legacy.length > 0) {
       await this.db.insert("identity_facts", stamped(legacy));
       read = components([...facts, ...legacy], together);

@@ -477,6 +477,66 @@ describe("after a failed write", () => {
   });
 });
 
+describe("persons stored without facts, as 0.1.0 wrote them", () => {
+  test("a person of one distinct ID keeps its properties and birth when updated, and a merge moves its events", async () => {
+    // 0.1.0 wrote persons and links and no facts; these two persons have one distinct ID each
+    const person = (distinctId: string, id: string, properties: object, createdAt: string) => ({
+      id,
+      distinct_id: distinctId,
+      properties: JSON.stringify(properties),
+      is_identified: 1,
+      is_deleted: 0,
+      created_at: createdAt,
+      version: 1,
+    });
+    const [frank, grace] = ["11111111-2222-4333-8444-000000000001", "11111111-2222-4333-8444-000000000002"];
+    await service.db.insert("persons", [
+      person("legacy-frank", frank, { plan: "team" }, "2020-01-01 00:00:00"),
+      person("legacy-grace", grace, { email: "g@example.com" }, "2021-01-01 00:00:00"),
+    ]);
+    await service.db.insert("person_distinct_ids", [
+      { distinct_id: "legacy-frank", person_id: frank, is_deleted: 0, version: 1 },
+      { distinct_id: "legacy-grace", person_id: grace, is_deleted: 0, version: 1 },
+    ]);
+    // a service started on them, as on 0.1.0's data directory
+    const later = await startService({ PUBLIC_API_KEYS: KEY, CLICKHOUSE_DATABASE: service.config.clickhouse.database });
+    try {
+      const sendLater = (batch: object[]) => send(later, { api_key: KEY, batch });
+      expect(
+        (await sendLater([{ event: "e", distinct_id: "legacy-grace", timestamp: "2022-01-01T00:00:00Z" }])).status,
+      ).toBe(200);
+      expect(
+        (await sendLater([{ event: "e", distinct_id: "legacy-frank", properties: { $set: { seats: 3 } } }])).status,
+      ).toBe(200);
+      expect((await persons(service.db)).get(frank)).toMatchObject({
+        properties: { plan: "team", seats: 3 },
+        created_at: "2020-01-01 00:00:00.000000",
+        is_deleted: 0,
+      });
+      // grace's person, born later, goes into frank's: its link, its properties, and its events by an override
+      const identify = {
+        event: "$identify",
+        distinct_id: "legacy-frank",
+        properties: { $anon_distinct_id: "legacy-grace" },
+      };
+      expect((await sendLater([identify])).status).toBe(200);
+    } finally {
+      await later.stop({ drop: false });
+    }
+    expect((await links(service.db)).get("legacy-grace")?.person_id).toBe(frank);
+    expect((await persons(service.db)).get(frank)?.properties).toEqual({
+      plan: "team",
+      seats: 3,
+      email: "g@example.com",
+    });
+    expect((await persons(service.db)).get(grace)?.is_deleted).toBe(1);
+    const [resolved] = await service.db.rows<{ person: string }>(
+      `SELECT toString(person_id) AS person FROM ${service.db.table("events_resolved")} WHERE distinct_id = 'legacy-grace'`,
+    );
+    expect(resolved?.person).toBe(frank);
+  });
+});
+
 describe("a person left behind by a failed write", () => {
   test("a new ID whose person was stored without its link gets its person again, at a newer version", async () => {
     // What a write that stored persons but failed before links leaves: a person, no link, nothing acknowledged.

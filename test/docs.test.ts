@@ -16,6 +16,7 @@ import { AST_LIMITS, limitSettings, MAX_QUERY_BYTES, QUERY_PRIORITY } from "../s
 import { WRITE_PATH_PRIORITY } from "../src/storage/clickhouse";
 import { createSchema } from "../src/storage/schema";
 import { ENTRY_PROPERTIES } from "../src/storage/schema/sessions";
+import { docStatements } from "./helpers/doc-sql";
 import { send, startService, type TestService } from "./helpers/service";
 
 // The docs are part of the product: the README's configuration table is the settings declaration's, every link
@@ -239,20 +240,8 @@ describe("the SQL the docs show", () => {
   });
   afterAll(() => service.stop());
 
-  /** The statements of a doc's `sql` blocks, comments dropped, its tables named with the test's database. */
-  function statements(doc: string): string[] {
-    const blocks = [...read(doc).matchAll(/```sql\n([\s\S]*?)```/g)].map((m) => m[1]!);
-    return blocks
-      .flatMap((block) => block.replace(/--.*$/gm, "").split(";"))
-      .map((statement) => statement.trim())
-      .filter((statement) => statement !== "")
-      .map((statement) =>
-        statement.replace(
-          /\b(FROM|JOIN|INTO|TABLE)\s+(events_resolved|events|persons|person_distinct_ids|sessions_mv|sessions)\b/g,
-          (_, keyword: string, table: string) => `${keyword} ${service.db.table(table)}`,
-        ),
-      );
-  }
+  /** The statements of a doc's `sql` blocks, its tables named with the test's database. */
+  const statements = (doc: string) => docStatements(doc, (table) => service.db.table(table));
 
   test("the README's queries run and find what was sent", async () => {
     const [events, daily, persons, sessions, ...rest] = statements("README.md");

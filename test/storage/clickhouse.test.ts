@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { parseJson } from "../../src/contract";
+import { LIMITS, type Properties, parseJson } from "../../src/contract";
 import { isDataError } from "../../src/storage/clickhouse";
 import { openDb, uniqueDatabase } from "../helpers/service";
 
@@ -75,3 +75,48 @@ test("an object given for a String column is stored as its JSON text, exactly as
 function parseJsonKeepingDigits(): unknown {
   return (parseJson('{"id": 98765432109876543210}') as { id: unknown }).id;
 }
+
+test("rows whose objects hold text like the end of a row stay their rows, each stored as JSON.stringify writes it", async () => {
+  // From a differential run of hostile batches against the insert before and after objects went in whole: strings and
+  // keys that close a row and open another, every control character, escapes the engine's object scan must step over
+  // (a trailing backslash, `\"`), numbers kept as sent, and nesting at the service's limit, many rows in one insert.
+  const db = await openDb(uniqueDatabase());
+  try {
+    await db.command(`CREATE DATABASE \`${db.database}\``);
+    await db.command(
+      `CREATE TABLE ${db.table("rows")} (key UInt32, value String, after String) ENGINE = MergeTree ORDER BY key`,
+    );
+    const texts = [
+      '"],["x"',
+      '"]\n["x",',
+      '}]},{"a":',
+      "]\r\n[",
+      "a\\",
+      '\\"',
+      '"\\',
+      "{{",
+      "}}}",
+      "\\u0000",
+      ...Array.from({ length: 32 }, (_, code) => String.fromCharCode(code)),
+      "\u2028\u2029\ud800\udc00\ud83d",
+    ];
+    let deep: unknown = texts[0];
+    for (let level = 0; level < LIMITS.propertiesDepth - 1; level++) deep = level % 2 ? [deep] : { [texts[1]!]: deep };
+    const objects: Record<string, unknown>[] = [
+      ...texts.map((text) => ({ [text]: text, list: [text, { [text]: [text] }], after: text })),
+      { deep },
+      parseJson('{"n":12345678901234567890,"z":-0,"e":1e400,"a":[0.30000000000000004,1e21]}') as Properties,
+    ];
+    await db.insert(
+      "rows",
+      objects.map((value, key) => ({ key, value, after: `"],[${key}` })),
+    );
+    const stored = await db.rows<{ key: number; value: string; after: string }>(
+      `SELECT key, value, after FROM ${db.table("rows")} ORDER BY key`,
+    );
+    expect(stored).toEqual(objects.map((value, key) => ({ key, value: JSON.stringify(value), after: `"],[${key}` })));
+  } finally {
+    await db.command(`DROP DATABASE IF EXISTS \`${db.database}\``);
+    await db.close();
+  }
+});

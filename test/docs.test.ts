@@ -227,6 +227,7 @@ describe("the SQL the docs show", () => {
           $browser: "Chrome",
           $referring_domain: "news.example",
           utm_campaign: "spring",
+          $set_once: { $initial_os: "Mac OS X" },
         },
       },
       { event: "$identify", distinct_id: "user-1", properties: { $anon_distinct_id: "anon-1", $set: { plan: "pro" } } },
@@ -267,7 +268,7 @@ describe("the SQL the docs show", () => {
   });
 
   test("docs/analytics.md's queries run and read the property columns and the typed properties", async () => {
-    const [columnBrowsers, columnSeats, browsers, seats, tier, daily, plans, overview, entries, ...rest] =
+    const [columnBrowsers, columnSeats, browsers, seats, tier, daily, plans, personOs, overview, entries, ...rest] =
       statements("docs/analytics.md");
     expect(rest).toEqual([]);
     // anon-1 and user-1 are one person, user-2 another, on the one day they were sent
@@ -293,6 +294,10 @@ describe("the SQL the docs show", () => {
     expect((await service.db.rows<Record<string, unknown>>(plans!)).map(numbers)).toEqual([
       { plan: "", events: 4 },
       { plan: "pro", events: 3 },
+    ]);
+    // the person's $set_once, on both pageviews of anon-1 and user-1's one person, read from its column
+    expect((await service.db.rows<Record<string, unknown>>(personOs!)).map(numbers)).toEqual([
+      { os: "Mac OS X", n: 2 },
     ]);
     expect((await service.db.rows<Record<string, unknown>>(columnBrowsers!)).map(numbers)).toContainEqual({
       browser: "Chrome",

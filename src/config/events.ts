@@ -19,6 +19,18 @@ export const MATERIALIZED_BY_DEFAULT: readonly string[] = [
 ];
 
 /**
+ * The person properties posthog-js sets once a person (`$set_once`) that insights break down by most: where a
+ * person came from and on what. Each is a `pmat_<key>` column; they parse `person_properties` on insert, which is
+ * empty unless `PERSONS_ON_EVENTS=1` (docs/analytics.md#person-property-columns).
+ */
+export const PERSON_MATERIALIZED_BY_DEFAULT: readonly string[] = [
+  "$initial_browser",
+  "$initial_os",
+  "$initial_referring_domain",
+  "$initial_utm_source",
+];
+
+/**
  * Events: what is stored of each one beside what its SDK sent: its time corrected or not, its properties typed,
  * its client's address (through which proxies) and where that is (src/capture, the events table), and how long
  * events and sessions are kept (src/storage/retention.ts).
@@ -46,6 +58,14 @@ export const EVENTS = {
     default: MATERIALIZED_BY_DEFAULT,
     shownDefault: MATERIALIZED_BY_DEFAULT.map((key) => `\`${key}\``).join(","),
     help: "Comma-separated property keys each stored in a column of `events` as well, `mat_<key>` (its value as text, `''` where absent), computed as events are inserted: a query naming one reads a column instead of parsing every event's properties (docs/analytics.md#property-columns). `none`: none added. A column that exists is kept until dropped.",
+    backend: "any",
+  }),
+  materializedPersonProperties: setting<readonly string[]>({
+    env: "MATERIALIZED_PERSON_PROPERTIES",
+    parse: propertyKeys,
+    default: PERSON_MATERIALIZED_BY_DEFAULT,
+    shownDefault: PERSON_MATERIALIZED_BY_DEFAULT.map((key) => `\`${key}\``).join(","),
+    help: "Comma-separated person property keys each stored in a column of `events` as well, `pmat_<key>` (the value in `person_properties` as text, `''` where absent, and always with `PERSONS_ON_EVENTS=0`): a breakdown by one reads a column instead of parsing every event's person (docs/analytics.md#person-property-columns). By default where a person came from and on what; they cost about 8 µs of CPU an event with `PERSONS_ON_EVENTS=1`, none measurable without. `none`: none added. A column that exists is kept until dropped.",
     backend: "any",
   }),
   personsOnEvents: setting({

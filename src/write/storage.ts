@@ -52,7 +52,7 @@ export interface StorageOptions {
   readonly repairBatchIds: number;
   /** Facts younger than this (milliseconds) are left to a later repair sweep: their flush may still be writing. */
   readonly repairSettleMs: number;
-  /** The materialized columns `events` has: `properties_typed`, property columns. */
+  /** The materialized columns `events` has: `properties_typed`, property and person property columns. */
   readonly schema: SchemaOptions;
   /** Days events and sessions are kept (`EVENTS_RETENTION_DAYS`); none: every one. */
   readonly retentionDays: number | undefined;
@@ -78,7 +78,11 @@ export function storageOptions(config: Config): StorageOptions {
     repairIntervalMs: config.repairIntervalS * 1000,
     repairBatchIds: REPAIR_BATCH_IDS,
     repairSettleMs: REPAIR_SETTLE_MS,
-    schema: { typedProperties: config.typedProperties, materializedProperties: config.materializedProperties },
+    schema: {
+      typedProperties: config.typedProperties,
+      materializedProperties: config.materializedProperties,
+      materializedPersonProperties: config.materializedPersonProperties,
+    },
     retentionDays: config.eventsRetentionDays,
     diskWarnPercent: config.diskWarnPercent,
     personsOnEvents: config.personsOnEvents,

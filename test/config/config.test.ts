@@ -1,7 +1,15 @@
 import { describe, expect, test } from "bun:test";
 import { availableParallelism, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { ConfigError, ENV_NAMES, loadConfig, redacted, SETTINGS, type Setting } from "../../src/config";
+import {
+  ConfigError,
+  ENV_NAMES,
+  loadConfig,
+  PERSON_MATERIALIZED_BY_DEFAULT,
+  redacted,
+  SETTINGS,
+  type Setting,
+} from "../../src/config";
 
 describe("loadConfig", () => {
   test("defaults: port 8000, 10000 events, 20 MiB, embedded ClickHouse in ./data, backend ingest off", () => {
@@ -55,6 +63,17 @@ describe("loadConfig", () => {
     expect(loadConfig({ MATERIALIZED_PROPERTIES: "none" }).materializedProperties).toEqual([]);
     for (const bad of ["a.b", "1st", "a`b", "x".repeat(101)])
       expect(() => loadConfig({ MATERIALIZED_PROPERTIES: bad })).toThrow("MATERIALIZED_PROPERTIES");
+  });
+
+  test("MATERIALIZED_PERSON_PROPERTIES: as MATERIALIZED_PROPERTIES, by default where a person came from and on what", () => {
+    expect(loadConfig({}).materializedPersonProperties).toEqual(PERSON_MATERIALIZED_BY_DEFAULT);
+    expect(loadConfig({}).materializedPersonProperties).toContain("$initial_os");
+    expect(
+      loadConfig({ MATERIALIZED_PERSON_PROPERTIES: " email, $initial_os,email" }).materializedPersonProperties,
+    ).toEqual(["email", "$initial_os"]);
+    expect(loadConfig({ MATERIALIZED_PERSON_PROPERTIES: "none" }).materializedPersonProperties).toEqual([]);
+    for (const bad of ["a.b", "1st", "a`b", "a'b", "x".repeat(101)])
+      expect(() => loadConfig({ MATERIALIZED_PERSON_PROPERTIES: bad })).toThrow("MATERIALIZED_PERSON_PROPERTIES");
   });
 
   test("CLICKHOUSE_URL selects a server, with user, password and database", () => {

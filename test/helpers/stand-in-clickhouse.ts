@@ -1,4 +1,4 @@
-import { MATERIALIZED_BY_DEFAULT } from "../../src/config";
+import { MATERIALIZED_BY_DEFAULT, PERSON_MATERIALIZED_BY_DEFAULT } from "../../src/config";
 import { schemaObjects } from "../../src/storage/schema";
 
 /** One request the stand-in took: its statement (the query parameter, else the body) and its URL parameters. */
@@ -30,14 +30,17 @@ export interface StandInOptions {
 /**
  * A stand-in ClickHouse server for what no real server can be run here for (a modern server does not install on
  * these machines, and a cluster needs several): it answers the schema check as a server holding this version's
- * schema would (the tables' columns, the default property columns among them, and views' comments, the cluster's
+ * schema would (the tables' columns, the default property and person property columns among them, and views' comments, the cluster's
  * nodes, the partitions it is given), every other read with no rows, refuses what it is told to, and records every
  * request.
  */
 export function standInClickHouse(options: StandInOptions = {}): StandInClickHouse {
   const database = options.database ?? "default";
   const tables = options.tables ?? {};
-  const objects = schemaObjects(database, options.cluster?.name, { materializedProperties: MATERIALIZED_BY_DEFAULT });
+  const objects = schemaObjects(database, options.cluster?.name, {
+    materializedProperties: MATERIALIZED_BY_DEFAULT,
+    materializedPersonProperties: PERSON_MATERIALIZED_BY_DEFAULT,
+  });
   // a view's comment as this version makes it: the server holds this version's schema
   const comments = new Map(objects.map((object) => [object.name, object.definition ?? ""]));
   for (const [name, comment] of Object.entries(options.comments ?? {})) comments.set(name, comment);

@@ -174,12 +174,12 @@ describe("the view made by another version", () => {
         (object) => object.name === "events_resolved",
       )!;
       expect((await view()).comment).toBe(wanted.definition!);
-      const keys = storageOptions(config).schema.materializedProperties ?? [];
+      const { materializedProperties = [], materializedPersonProperties = [] } = storageOptions(config).schema;
       await db.command(
-        previous(
-          db,
-          keys.map((key) => `mat_${key}`),
-        ),
+        previous(db, [
+          ...materializedProperties.map((key) => `mat_${key}`),
+          ...materializedPersonProperties.map((key) => `pmat_${key}`),
+        ]),
       );
       expect(await view()).toMatchObject({ comment: "", as_select: expect.stringContaining("concat(") });
       const storage = await Storage.open(storageOptions(config));

@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { MATERIALIZED_BY_DEFAULT } from "../../src/config";
+import { MATERIALIZED_BY_DEFAULT, PERSON_MATERIALIZED_BY_DEFAULT } from "../../src/config";
 import { SCHEMA_VERSION, schemaObjects } from "../../src/storage/schema";
 
 // A backup records the schema version, and a restore refuses one newer than its own (storage/backup): the version
@@ -13,14 +13,17 @@ const HASHES: Record<number, string> = {
   5: "ed866a92e80e5fd6e4969b79e87a5209b6af0bd390d4101af94a28f14ea69cd1", // events_resolved without the tax; each view its definition's digest as its comment
   6: "92990b960d4db1359df7d945b0e3c09375c4f16080290c991eed3aceb5973981", // sessions' entry columns: a value only where the view has one
   7: "8344b58cfaaa8b4feb6bf31dc9b6ba7657d6d44000c1880230ed717c3f3b32cb", // events_resolved reads only the person an override went to
+  8: "0231590d3d2ce15bc366f61537ef54e012c6107b62b5710d41247c9fa81ec227", // person property columns (MATERIALIZED_PERSON_PROPERTIES)
 };
 
 test("SCHEMA_VERSION names the schema as it is: raise it, and add its hash here, when a table or view changes", () => {
   const statements = [false, true].flatMap((typedProperties) =>
     [undefined, "cluster"].flatMap((cluster) =>
-      schemaObjects("db", cluster, { typedProperties, materializedProperties: MATERIALIZED_BY_DEFAULT }).map(
-        (object) => object.create,
-      ),
+      schemaObjects("db", cluster, {
+        typedProperties,
+        materializedProperties: MATERIALIZED_BY_DEFAULT,
+        materializedPersonProperties: PERSON_MATERIALIZED_BY_DEFAULT,
+      }).map((object) => object.create),
     ),
   );
   const hash = new Bun.CryptoHasher("sha256").update(statements.join("\n")).digest("hex");

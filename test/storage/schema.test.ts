@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, spyOn, test } from "bun:test";
-import { loadConfig } from "../../src/config";
+import { loadConfig, PERSON_MATERIALIZED_BY_DEFAULT } from "../../src/config";
 import { SchemaError } from "../../src/storage";
 import type { ClickHouse } from "../../src/storage/clickhouse";
 import { createSchema, SESSIONS_SET_ASIDE, schemaObjects } from "../../src/storage/schema";
@@ -514,8 +514,10 @@ describe("an existing database that drifted from the schema", () => {
   test("a database from before persons on events gets the columns; old rows read them empty, new ones are filled", async () => {
     await onFreshDatabase(async (config, db, warned) => {
       await db.command(`DROP VIEW ${db.table("events_resolved")}`);
+      // nor the person property columns, which read person_properties
+      const personColumns = PERSON_MATERIALIZED_BY_DEFAULT.map((key) => `DROP COLUMN \`pmat_${key}\``).join(", ");
       await db.command(
-        `ALTER TABLE ${db.table("events")} DROP COLUMN person_properties, DROP COLUMN person_created_at`,
+        `ALTER TABLE ${db.table("events")} ${personColumns}, DROP COLUMN person_properties, DROP COLUMN person_created_at`,
       );
       await db.command(`CREATE VIEW ${db.table("events_resolved")} AS SELECT * FROM ${db.table("events")}`);
       await db.command(
@@ -540,6 +542,7 @@ describe("an existing database that drifted from the schema", () => {
       ]);
       const said = warned.mock.calls.map((call) => String(call[0]));
       expect(said.some((line) => line.includes("events`.person_properties is missing"))).toBe(true);
+      expect(said.some((line) => line.includes("events`.pmat_$initial_os is missing"))).toBe(true);
     });
   });
 

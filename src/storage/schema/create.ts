@@ -11,7 +11,7 @@ import {
   warnView,
 } from "./check";
 import { clusterNodes } from "./cluster";
-import { propertyKeyOf } from "./properties";
+import { personPropertyKeyOf, propertyKeyOf } from "./properties";
 import { type RebuildObserver, refillSessions, setAsideSessions, warnRebuild } from "./rebuild";
 import { onClusterClause, type SchemaOptions, schemaObjects } from "./tables";
 
@@ -36,9 +36,16 @@ export async function createSchema(
   if (databases.length === 0)
     await db.command(`CREATE DATABASE IF NOT EXISTS ${quoteIdentifier(db.database)}${onCluster}`);
   // a property column of a key no longer listed stays, and reads its key from the one tuple as the others do
-  const kept = await propertyKeys(db);
-  const keys = [...(options.materializedProperties ?? []), ...kept];
-  const objects = schemaObjects(db.database, cluster, { ...options, materializedProperties: keys });
+  const kept = await materializedColumns(db);
+  const keys = (listed: readonly string[] | undefined, keyOf: (column: string) => string | undefined) => [
+    ...(listed ?? []),
+    ...kept.map(keyOf).filter((key) => key !== undefined),
+  ];
+  const objects = schemaObjects(db.database, cluster, {
+    ...options,
+    materializedProperties: keys(options.materializedProperties, propertyKeyOf),
+    materializedPersonProperties: keys(options.materializedPersonProperties, personPropertyKeyOf),
+  });
   const found = await tableEngines(db);
   checkEngines(db, objects, found);
   const rebuild = await setAsideSessions(db);
@@ -54,13 +61,13 @@ export async function createSchema(
   if (rebuild !== undefined) await refillSessions(db, rebuild, onRebuild);
 }
 
-/** The keys of the property columns `events` has (properties.ts). */
-async function propertyKeys(db: ClickHouse): Promise<string[]> {
+/** The names of the materialized columns `events` has (properties.ts). */
+async function materializedColumns(db: ClickHouse): Promise<string[]> {
   const columns = await db.rows<{ name: string }>(
     `SELECT name FROM system.columns WHERE database = ${literal(db.database)} AND table = 'events'
       AND default_kind = 'MATERIALIZED'`,
   );
-  return columns.map((column) => propertyKeyOf(column.name)).filter((key) => key !== undefined);
+  return columns.map((column) => column.name);
 }
 
 /** The engine and comment of each table and view of the database, by name. */

@@ -1,5 +1,5 @@
 import { literal, quoteIdentifier, tableName } from "../sql";
-import { type MaterializedColumn, propertyColumns, TYPED_PROPERTIES } from "./properties";
+import { type MaterializedColumn, personPropertyColumns, propertyColumns, TYPED_PROPERTIES } from "./properties";
 import { SESSION_COLUMNS, sessionsView, UTC_MICROS } from "./sessions";
 
 /**
@@ -43,7 +43,8 @@ const POINT_LOOKUPS = "SETTINGS index_granularity = 1024";
  *   a key, typed. Either way a query reads the keys it names instead of parsing every row's text
  *   (docs/analytics.md#property-columns). `person_properties` and
  *   `person_created_at` (`PERSONS_ON_EVENTS=1`; else empty) are the event's person as its flush left it, as
- *   PostHog stores them: a breakdown by a person property reads no other table.
+ *   PostHog stores them: a breakdown by a person property reads no other table, and `pmat_<key>`
+ *   (`MATERIALIZED_PERSON_PROPERTIES`) holds a key of them as `mat_<key>` holds one of `properties`.
  * - `persons` and `person_distinct_ids` keep every version and collapse to the highest `version` (FINAL, or
  *   argMax). `is_deleted` is a plain column, so a merged-away person still shows in FINAL, marked deleted.
  *   The bloom filter finds a person's distinct IDs without scanning the table (needed for merges).
@@ -233,6 +234,8 @@ export interface SchemaOptions {
   readonly typedProperties?: boolean;
   /** The property keys `events` has a column of (`MATERIALIZED_PROPERTIES`, properties.ts); none unless said. */
   readonly materializedProperties?: readonly string[];
+  /** The person property keys `events` has a column of (`MATERIALIZED_PERSON_PROPERTIES`); none unless said. */
+  readonly materializedPersonProperties?: readonly string[];
 }
 
 /** One object of the schema: a table (with the columns the check compares) or the view. */
@@ -271,6 +274,7 @@ export function schemaObjects(database: string, cluster?: string, options: Schem
   const eventsMaterialized: Record<string, MaterializedColumn> = {
     ...(options.typedProperties && TYPED_PROPERTIES),
     ...propertyColumns(options.materializedProperties ?? []),
+    ...personPropertyColumns(options.materializedPersonProperties ?? []),
   };
   const objects: SchemaObject[] = [];
   const add = (

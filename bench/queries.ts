@@ -9,8 +9,9 @@
  *   the two keys of the product's own these queries read), and web overviews from `sessions`;
  * - typed: the same key read from `properties_typed`, the engine's JSON type (`TYPED_PROPERTIES`), and `sessions`.
  *
- * A person's properties are joined from `persons` on the baseline, read from the event (`person_properties`,
- * `PERSONS_ON_EVENTS`) on the other two.
+ * A person's properties are joined from `persons` on the baseline, read from the event (`PERSONS_ON_EVENTS`) on the
+ * other two: from its person property column, `pmat_<key>` (`MATERIALIZED_PERSON_PROPERTIES`), on columns, parsing
+ * `person_properties` on typed.
  * Each query runs `ROUNDS` times a layout, in turns, best time kept; the layouts must give the same answer (the
  * bench stops if not), except that person properties as of each event may differ from the join's, as of now. Queries that read no property run on each layout too, as a check of the noise. Then once
  * more a layout for the memory it holds at its peak; one the port refuses (its memory limit) is said, the bench
@@ -19,7 +20,7 @@
  * columns, and with the typed column, A B C C B A, each on a fresh service seeded with the web file.
  */
 import { join } from "node:path";
-import { MATERIALIZED_BY_DEFAULT } from "../src/config";
+import { MATERIALIZED_BY_DEFAULT, PERSON_MATERIALIZED_BY_DEFAULT } from "../src/config";
 import { fmt, type LoadResult, startService, stop } from "./harness";
 import { drivePasses } from "./run-load";
 import { WebTraffic } from "./traffic/web";
@@ -35,8 +36,8 @@ const PASSWORD = "bench";
 /**
  * How a layout reads a property: as a string ('' when absent or not a string), as a number (NULL when absent);
  * whether it reads sessions from `sessions` (what its view keeps) rather than summing up events; and whether it
- * reads a person's properties from the event (`person_properties`, `PERSONS_ON_EVENTS`) rather than joining
- * `persons`.
+ * reads a person's properties from the event (`PERSONS_ON_EVENTS`) rather than joining `persons`, and how: `person`
+ * reads a key of them as a string.
  */
 interface Layout {
   readonly name: "baseline" | "columns" | "typed";
@@ -44,6 +45,7 @@ interface Layout {
   readonly number: (key: string) => string;
   readonly sessions: boolean;
   readonly personsOnEvents: boolean;
+  readonly person: (key: string) => string;
 }
 
 const quote = (key: string) => `'${key.replaceAll("\\", "\\\\").replaceAll("'", "\\'")}'`;
@@ -53,15 +55,19 @@ const BASELINE: Layout = {
   number: (key) => `JSONExtract(properties, ${quote(key)}, 'Nullable(Float64)')`,
   sessions: false,
   personsOnEvents: false,
+  person: (key) => `JSONExtractString(person_properties, ${quote(key)})`,
 };
 /** The keys the bench's service has columns of: the defaults, and the product's own two its queries read. */
 const COLUMN_KEYS = [...MATERIALIZED_BY_DEFAULT, "plan", "seats"];
+/** The person property keys it has columns of: the defaults, and any other the person query reads. */
+const PERSON_COLUMN_KEYS = [...new Set([...PERSON_MATERIALIZED_BY_DEFAULT, "$initial_os"])];
 const COLUMNS: Layout = {
   name: "columns",
   text: (key) => (COLUMN_KEYS.includes(key) ? `\`mat_${key}\`` : BASELINE.text(key)),
   number: (key) => (COLUMN_KEYS.includes(key) ? `toFloat64OrNull(\`mat_${key}\`)` : BASELINE.number(key)),
   sessions: true,
   personsOnEvents: true,
+  person: (key) => (PERSON_COLUMN_KEYS.includes(key) ? `\`pmat_${key}\`` : BASELINE.person(key)),
 };
 const TYPED: Layout = {
   name: "typed",
@@ -69,6 +75,7 @@ const TYPED: Layout = {
   number: (key) => `properties_typed.\`${key}\`::Nullable(Float64)`,
   sessions: true,
   personsOnEvents: true,
+  person: BASELINE.person,
 };
 const LAYOUTS = [BASELINE, COLUMNS, TYPED] as const;
 type LayoutName = Layout["name"];
@@ -122,7 +129,7 @@ const QUERIES: readonly Query[] = [
     name: "breakdown: pageviews by the person's initial OS",
     sql: (p) =>
       p.personsOnEvents
-        ? `SELECT JSONExtractString(person_properties, '$initial_os') AS os, count() AS n FROM events
+        ? `SELECT ${p.person("$initial_os")} AS os, count() AS n FROM events
            WHERE event = '$pageview' GROUP BY os ORDER BY n DESC, os`
         : `SELECT JSONExtractString(p.properties, '$initial_os') AS os, count() AS n FROM events AS e
            LEFT JOIN (SELECT id, argMax(properties, version) AS properties FROM persons GROUP BY id) AS p
@@ -416,6 +423,7 @@ export async function runQueriesBench(work: string): Promise<void> {
     TRUSTED_PROXIES: "127.0.0.1",
     TYPED_PROPERTIES: "1",
     MATERIALIZED_PROPERTIES: COLUMN_KEYS.join(","),
+    MATERIALIZED_PERSON_PROPERTIES: PERSON_COLUMN_KEYS.join(","),
     PERSONS_ON_EVENTS: "1",
   });
   try {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { loadConfig, MATERIALIZED_BY_DEFAULT } from "../../src/config";
+import { loadConfig, MATERIALIZED_BY_DEFAULT, PERSON_MATERIALIZED_BY_DEFAULT } from "../../src/config";
 import { ClickHouse } from "../../src/storage/clickhouse";
 import { schemaObjects } from "../../src/storage/schema";
 import { storageOptions } from "../../src/write";
@@ -128,6 +128,7 @@ describe.skipIf(Boolean(process.env.CLICKHOUSE_URL))("a data directory written b
         "person_created_at",
         "properties_typed",
         ...MATERIALIZED.map((key) => `mat_${key}`),
+        ...PERSON_MATERIALIZED_BY_DEFAULT.map((key) => `pmat_${key}`),
       ]
         .map((column) => `\`${DATABASE}\`.\`events\`.${column}`)
         .sort(),
@@ -351,7 +352,8 @@ describe.skipIf(Boolean(process.env.CLICKHOUSE_URL))("a data directory written b
     // its "last 7 days" read as of the day after 0.1.0's events
     const asOf = `toDateTime64('${DAY_3} 00:00:00', 6, 'UTC')`;
     const statements = docStatements("docs/analytics.md").map((statement) => statement.replaceAll("now()", asOf));
-    const [columnBrowsers, columnSeats, browsers, seats, tier, daily, plans, overview, entries, ...rest] = statements;
+    const [columnBrowsers, columnSeats, browsers, seats, tier, daily, plans, personOs, overview, entries, ...rest] =
+      statements;
     expect(rest).toEqual([]);
     const pageviews = [
       { browser: "Chrome", "count()": 4 },
@@ -370,6 +372,7 @@ describe.skipIf(Boolean(process.env.CLICKHOUSE_URL))("a data directory written b
     ]);
     // its events were stored without their persons' properties
     expect(await sql(plans!)).toEqual([{ plan: "", events: SENT.size }]);
+    expect(await sql(personOs!)).toEqual([{ os: "", n: 8 }]);
     expect(await sql(overview!)).toEqual(
       expect.arrayContaining([
         { source: "www.google.com", sessions: 2, visitors: 1, views: 3, bounce_rate: 0.5, duration_s: 15 },

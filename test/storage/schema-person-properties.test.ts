@@ -1,10 +1,7 @@
 import { afterAll, beforeAll, expect, spyOn, test } from "bun:test";
-import { loadConfig, PERSON_MATERIALIZED_BY_DEFAULT } from "../../src/config";
-import type { ClickHouse } from "../../src/storage/clickhouse";
-import { literal } from "../../src/storage/sql";
-import { Storage, storageOptions } from "../../src/write";
-import { captured } from "../helpers/captured";
-import { clickhouseEnv, openDb, send, startService, type TestService, uniqueDatabase } from "../helpers/service";
+import { PERSON_MATERIALIZED_BY_DEFAULT } from "../../src/config";
+import { columnsNamed, ingestInto, onDatabase } from "../helpers/columns";
+import { send, startService, type TestService, uniqueDatabase } from "../helpers/service";
 
 // MATERIALIZED_PERSON_PROPERTIES: `pmat_<key>`, a key of `person_properties` (PERSONS_ON_EVENTS) in a column.
 
@@ -21,33 +18,6 @@ beforeAll(async () => {
 });
 afterAll(() => service.stop());
 
-/** `events`' person property columns and their expressions, by name. */
-async function personColumns(db: ClickHouse): Promise<Record<string, string>> {
-  const columns = await db.rows<{ name: string; default_expression: string }>(
-    `SELECT name, default_expression FROM system.columns
-     WHERE database = ${literal(db.database)} AND table = 'events' AND startsWith(name, 'pmat_') ORDER BY name`,
-  );
-  return Object.fromEntries(columns.map((column) => [column.name, column.default_expression]));
-}
-
-/** A storage on a database of its own with `env`'s settings, until `check` is done. */
-async function onDatabase(
-  database: string,
-  env: Record<string, string>,
-  check: (storage: Storage, db: ClickHouse) => Promise<void>,
-): Promise<void> {
-  const config = loadConfig({ ...clickhouseEnv(), CLICKHOUSE_DATABASE: database, PERSON_AUTO_PROPERTIES: "0", ...env });
-  const storage = await Storage.open(storageOptions(config));
-  const db = await openDb(database);
-  try {
-    await check(storage, db);
-  } finally {
-    await storage.close();
-    await db.close();
-  }
-}
-
-const ingest = async (storage: Storage, batch: object[]) => storage.ingest((await captured(batch)).events);
 const at = (second: number) => `2026-03-01T00:00:${String(second).padStart(2, "0")}Z`;
 const sendOne = async (event: object) =>
   expect((await send(service, { api_key: KEY, batch: [event] })).status).toBe(200);
@@ -113,7 +83,7 @@ test("a $set shows in the events after it (its own included), not in the ones be
 });
 
 test("every column reads its key from one tuple of all the keys: the engine parses an event's person once", async () => {
-  const expressions = Object.values(await personColumns(service.db));
+  const expressions = Object.values(await columnsNamed(service.db, "pmat_"));
   expect(expressions).toHaveLength(7);
   const tuples = new Set(expressions.map((expression) => expression.replace(/, '[^']*'\)$/, "")));
   expect([...tuples]).toEqual([
@@ -123,11 +93,11 @@ test("every column reads its key from one tuple of all the keys: the engine pars
 
 test("by default where a person came from is a column, with PERSONS_ON_EVENTS=0 too, empty there", async () => {
   const database = uniqueDatabase();
-  await onDatabase(database, {}, async (storage, db) => {
-    expect(Object.keys(await personColumns(db))).toEqual(
+  await onDatabase(database, { PERSON_AUTO_PROPERTIES: "0" }, async (storage, db) => {
+    expect(Object.keys(await columnsNamed(db, "pmat_"))).toEqual(
       PERSON_MATERIALIZED_BY_DEFAULT.map((key) => `pmat_${key}`).sort(),
     );
-    await ingest(storage, [{ event: "off", distinct_id: "u", properties: { $set: { $initial_os: "Mac OS X" } } }]);
+    await ingestInto(storage, [{ event: "off", distinct_id: "u", properties: { $set: { $initial_os: "Mac OS X" } } }]);
     const rows = await db.rows(`SELECT person_properties, \`pmat_$initial_os\` AS os FROM ${db.table("events")}`);
     expect(rows).toEqual([{ person_properties: "", os: "" }]);
     await db.command(`DROP DATABASE \`${database}\``);
@@ -140,37 +110,53 @@ test("a database without them gains them at startup (old rows read them from per
   const on = { PERSONS_ON_EVENTS: "1" };
   try {
     // made by a version before person property columns, or with none listed
-    await onDatabase(database, { ...on, MATERIALIZED_PERSON_PROPERTIES: "none" }, async (storage, db) => {
-      await ingest(storage, [{ event: "before", distinct_id: "u", properties: { $set: { plan: "free", seats: 1 } } }]);
-      expect(await personColumns(db)).toEqual({});
-    });
-    await onDatabase(database, { ...on, MATERIALIZED_PERSON_PROPERTIES: "plan" }, async (storage) => {
-      await ingest(storage, [
-        { event: "plan only", distinct_id: "u", properties: { $set: { plan: "pro", seats: 2 } } },
-      ]);
-    });
+    await onDatabase(
+      database,
+      { PERSON_AUTO_PROPERTIES: "0", ...on, MATERIALIZED_PERSON_PROPERTIES: "none" },
+      async (storage, db) => {
+        await ingestInto(storage, [
+          { event: "before", distinct_id: "u", properties: { $set: { plan: "free", seats: 1 } } },
+        ]);
+        expect(await columnsNamed(db, "pmat_")).toEqual({});
+      },
+    );
+    await onDatabase(
+      database,
+      { PERSON_AUTO_PROPERTIES: "0", ...on, MATERIALIZED_PERSON_PROPERTIES: "plan" },
+      async (storage) => {
+        await ingestInto(storage, [
+          { event: "plan only", distinct_id: "u", properties: { $set: { plan: "pro", seats: 2 } } },
+        ]);
+      },
+    );
     expect(warned.mock.calls.map((call) => String(call[0]))).toContain(
       `Schema: \`${database}\`.\`events\`.pmat_plan is missing or narrower than String; adding or widening it.`,
     );
-    await onDatabase(database, { ...on, MATERIALIZED_PERSON_PROPERTIES: "seats" }, async (storage, db) => {
-      await ingest(storage, [{ event: "seats", distinct_id: "u", properties: { $set: { plan: "team", seats: 3 } } }]);
-      const expressions = await personColumns(db);
-      expect(Object.keys(expressions)).toEqual(["pmat_plan", "pmat_seats"]);
-      expect(expressions.pmat_plan).toContain("Tuple(`plan` String, `seats` String)");
-      expect(expressions.pmat_seats).toContain("Tuple(`plan` String, `seats` String)");
-      const rows = await db.rows(
-        `SELECT event, pmat_plan, pmat_seats FROM ${db.table("events")} ORDER BY timestamp, event`,
-      );
-      expect(rows).toEqual([
-        { event: "before", pmat_plan: "free", pmat_seats: "1" },
-        { event: "plan only", pmat_plan: "pro", pmat_seats: "2" },
-        { event: "seats", pmat_plan: "team", pmat_seats: "3" },
-      ]);
-      // events_resolved carries them, as it does the mat_ columns
-      const resolved = await db.rows(`SELECT pmat_seats FROM ${db.table("events_resolved")} WHERE event = 'seats'`);
-      expect(resolved).toEqual([{ pmat_seats: "3" }]);
-      await db.command(`DROP DATABASE \`${database}\``);
-    });
+    await onDatabase(
+      database,
+      { PERSON_AUTO_PROPERTIES: "0", ...on, MATERIALIZED_PERSON_PROPERTIES: "seats" },
+      async (storage, db) => {
+        await ingestInto(storage, [
+          { event: "seats", distinct_id: "u", properties: { $set: { plan: "team", seats: 3 } } },
+        ]);
+        const expressions = await columnsNamed(db, "pmat_");
+        expect(Object.keys(expressions)).toEqual(["pmat_plan", "pmat_seats"]);
+        expect(expressions.pmat_plan).toContain("Tuple(`plan` String, `seats` String)");
+        expect(expressions.pmat_seats).toContain("Tuple(`plan` String, `seats` String)");
+        const rows = await db.rows(
+          `SELECT event, pmat_plan, pmat_seats FROM ${db.table("events")} ORDER BY timestamp, event`,
+        );
+        expect(rows).toEqual([
+          { event: "before", pmat_plan: "free", pmat_seats: "1" },
+          { event: "plan only", pmat_plan: "pro", pmat_seats: "2" },
+          { event: "seats", pmat_plan: "team", pmat_seats: "3" },
+        ]);
+        // events_resolved carries them, as it does the mat_ columns
+        const resolved = await db.rows(`SELECT pmat_seats FROM ${db.table("events_resolved")} WHERE event = 'seats'`);
+        expect(resolved).toEqual([{ pmat_seats: "3" }]);
+        await db.command(`DROP DATABASE \`${database}\``);
+      },
+    );
   } finally {
     warned.mockRestore();
   }

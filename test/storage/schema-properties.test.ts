@@ -1,10 +1,7 @@
 import { afterAll, beforeAll, expect, spyOn, test } from "bun:test";
-import { loadConfig, MATERIALIZED_BY_DEFAULT } from "../../src/config";
-import type { ClickHouse } from "../../src/storage/clickhouse";
-import { literal } from "../../src/storage/sql";
-import { Storage, storageOptions } from "../../src/write";
-import { captured } from "../helpers/captured";
-import { clickhouseEnv, openDb, send, startService, type TestService, uniqueDatabase } from "../helpers/service";
+import { MATERIALIZED_BY_DEFAULT } from "../../src/config";
+import { columnsNamed, ingestInto, onDatabase } from "../helpers/columns";
+import { send, startService, type TestService, uniqueDatabase } from "../helpers/service";
 
 const KEY = "key-1";
 let service: TestService;
@@ -13,34 +10,6 @@ beforeAll(async () => {
   service = await startService({ PUBLIC_API_KEYS: KEY, MATERIALIZED_PROPERTIES: "$browser,plan,seats,beta,tags,gone" });
 });
 afterAll(() => service.stop());
-
-/** `events`' property columns and their expressions, by name. */
-async function propertyColumns(db: ClickHouse): Promise<Record<string, string>> {
-  const columns = await db.rows<{ name: string; default_expression: string }>(
-    `SELECT name, default_expression FROM system.columns
-     WHERE database = ${literal(db.database)} AND table = 'events' AND startsWith(name, 'mat_') ORDER BY name`,
-  );
-  return Object.fromEntries(columns.map((column) => [column.name, column.default_expression]));
-}
-
-/** A storage on a database of its own with `env`'s settings, until `check` is done; the database is then dropped. */
-async function onDatabase(
-  database: string,
-  env: Record<string, string>,
-  check: (storage: Storage, db: ClickHouse) => Promise<void>,
-): Promise<void> {
-  const config = loadConfig({ ...clickhouseEnv(), CLICKHOUSE_DATABASE: database, ...env });
-  const storage = await Storage.open(storageOptions(config));
-  const db = await openDb(database);
-  try {
-    await check(storage, db);
-  } finally {
-    await storage.close();
-    await db.close();
-  }
-}
-
-const ingest = async (storage: Storage, batch: object[]) => storage.ingest((await captured(batch)).events);
 
 test("each key listed is a column of its value as text; SELECT * leaves them out; events_resolved has them", async () => {
   const properties = { $browser: "Chrome", plan: "pro", seats: 3, beta: true, tags: ["a", "b"], gone: null };
@@ -65,7 +34,7 @@ test("each key listed is a column of its value as text; SELECT * leaves them out
 });
 
 test("every column reads its key from one tuple of all the keys: the engine parses an event's properties once", async () => {
-  const expressions = Object.values(await propertyColumns(service.db));
+  const expressions = Object.values(await columnsNamed(service.db, "mat_"));
   expect(expressions).toHaveLength(6);
   const tuples = new Set(expressions.map((expression) => expression.replace(/, '[^']*'\)$/, "")));
   expect([...tuples]).toEqual([
@@ -76,7 +45,9 @@ test("every column reads its key from one tuple of all the keys: the engine pars
 test("by default the keys insights break down by are columns", async () => {
   const database = uniqueDatabase();
   await onDatabase(database, {}, async (_, db) => {
-    expect(Object.keys(await propertyColumns(db))).toEqual(MATERIALIZED_BY_DEFAULT.map((key) => `mat_${key}`).sort());
+    expect(Object.keys(await columnsNamed(db, "mat_"))).toEqual(
+      MATERIALIZED_BY_DEFAULT.map((key) => `mat_${key}`).sort(),
+    );
     await db.command(`DROP DATABASE \`${database}\``);
   });
 });
@@ -87,18 +58,18 @@ test("a database without them gains them at startup (old rows read them from the
   try {
     // made by a version before property columns, or with none listed
     await onDatabase(database, { MATERIALIZED_PROPERTIES: "none" }, async (storage, db) => {
-      await ingest(storage, [{ event: "before", distinct_id: "u", properties: { plan: "free", seats: 1 } }]);
-      expect(await propertyColumns(db)).toEqual({});
+      await ingestInto(storage, [{ event: "before", distinct_id: "u", properties: { plan: "free", seats: 1 } }]);
+      expect(await columnsNamed(db, "mat_")).toEqual({});
     });
     await onDatabase(database, { MATERIALIZED_PROPERTIES: "plan" }, async (storage) => {
-      await ingest(storage, [{ event: "plan only", distinct_id: "u", properties: { plan: "pro", seats: 2 } }]);
+      await ingestInto(storage, [{ event: "plan only", distinct_id: "u", properties: { plan: "pro", seats: 2 } }]);
     });
     expect(warned.mock.calls.map((call) => String(call[0]))).toContain(
       `Schema: \`${database}\`.\`events\`.mat_plan is missing or narrower than String; adding or widening it.`,
     );
     await onDatabase(database, { MATERIALIZED_PROPERTIES: "seats" }, async (storage, db) => {
-      await ingest(storage, [{ event: "seats listed", distinct_id: "u", properties: { plan: "team", seats: 3 } }]);
-      const expressions = await propertyColumns(db);
+      await ingestInto(storage, [{ event: "seats listed", distinct_id: "u", properties: { plan: "team", seats: 3 } }]);
+      const expressions = await columnsNamed(db, "mat_");
       expect(Object.keys(expressions)).toEqual(["mat_plan", "mat_seats"]);
       expect(expressions.mat_plan).toContain("Tuple(`plan` String, `seats` String)");
       expect(expressions.mat_seats).toContain("Tuple(`plan` String, `seats` String)");

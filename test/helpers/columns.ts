@@ -1,0 +1,36 @@
+import { loadConfig } from "../../src/config";
+import type { ClickHouse } from "../../src/storage/clickhouse";
+import { literal } from "../../src/storage/sql";
+import { Storage, storageOptions } from "../../src/write";
+import { captured } from "./captured";
+import { clickhouseEnv, openDb } from "./service";
+
+/** The materialized columns of `events` whose names start with `prefix` (`mat_`, `pmat_`), with their expressions. */
+export async function columnsNamed(db: ClickHouse, prefix: string): Promise<Record<string, string>> {
+  const columns = await db.rows<{ name: string; default_expression: string }>(
+    `SELECT name, default_expression FROM system.columns
+     WHERE database = ${literal(db.database)} AND table = 'events' AND startsWith(name, ${literal(prefix)}) ORDER BY name`,
+  );
+  return Object.fromEntries(columns.map((column) => [column.name, column.default_expression]));
+}
+
+/** A storage on a database of its own with `env`'s settings, until `check` is done. */
+export async function onDatabase(
+  database: string,
+  env: Record<string, string>,
+  check: (storage: Storage, db: ClickHouse) => Promise<void>,
+): Promise<void> {
+  const config = loadConfig({ ...clickhouseEnv(), CLICKHOUSE_DATABASE: database, ...env });
+  const storage = await Storage.open(storageOptions(config));
+  const db = await openDb(database);
+  try {
+    await check(storage, db);
+  } finally {
+    await storage.close();
+    await db.close();
+  }
+}
+
+/** Writes a batch through a storage, as a request's captured events. */
+export const ingestInto = async (storage: Storage, batch: object[]): Promise<void> =>
+  storage.ingest((await captured(batch)).events);

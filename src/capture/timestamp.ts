@@ -40,8 +40,7 @@ export function parseTimestamp(text: string): Timestamp | undefined {
   const s = Number(second);
   const oh = Number(offsetHours);
   const om = Number(offsetMinutes);
-  if (y < MIN_YEAR || y > MAX_YEAR || h > 23 || mi > 59 || s > 60 || oh > 23 || om > 59) return undefined;
-  if (mo < 1 || mo > 12 || d < 1 || d > daysInMonth(y, mo)) return undefined; // no such day, e.g. February 30
+  if (oh > 23 || om > 59 || !realDateTime(y, mo, d, h, mi, s)) return undefined;
   // A leap second (`23:59:60`) has no place in UTC arithmetic: it becomes the last microsecond of its minute.
   const leap = s === 60;
   const micros = leap ? "999999" : fraction.slice(0, 6).padEnd(6, "0");
@@ -69,9 +68,17 @@ function parseCanonical(text: string): Timestamp | undefined {
   const h = Number(text.slice(11, 13));
   const mi = Number(text.slice(14, 16));
   const s = Number(text.slice(17, 19));
-  if (y < MIN_YEAR || y > MAX_YEAR || h > 23 || mi > 59 || s > 59) return undefined;
-  if (mo < 1 || mo > 12 || d < 1 || d > daysInMonth(y, mo)) return undefined;
+  if (s === 60 || !realDateTime(y, mo, d, h, mi, s)) return undefined;
   return `${text.slice(0, 10)} ${text.slice(11, 23)}000` as Timestamp;
+}
+
+/**
+ * Whether the fields are a date and time in DateTime64's range that exists (a second of 60 is a leap second), not
+ * February 30.
+ */
+function realDateTime(y: number, mo: number, d: number, h: number, mi: number, s: number): boolean {
+  if (y < MIN_YEAR || y > MAX_YEAR || h > 23 || mi > 59 || s > 60) return false;
+  return mo >= 1 && mo <= 12 && d >= 1 && d <= daysInMonth(y, mo);
 }
 
 function daysInMonth(year: number, month: number): number {

@@ -45,8 +45,14 @@ export async function* allLinks(db: ClickHouse, pageSize: number): AsyncGenerato
 }
 
 function toLinks(rows: readonly LinkRecord[]): Map<string, Link> {
-  return new Map(rows.map((row) => [row.distinct_id, { personId: row.person, version: Number(row.latest_version) }]));
+  return new Map(rows.map((row) => [row.distinct_id, linkOf(row)]));
 }
+
+/** A link as its record reads it. */
+const linkOf = (row: Pick<LinkRecord, "person" | "latest_version">): Link => ({
+  personId: row.person,
+  version: Number(row.latest_version),
+});
 
 /** 64-bit integers come as numbers from chDB and as strings from a server. */
 type Int64 = number | string;
@@ -126,9 +132,7 @@ export async function loadNeighbourhood(
     const found = new Set<string>();
     for (const row of rows) {
       // an absent side reads as its columns' defaults (join_use_nulls is 0): empty IDs, which are never a real one
-      if (row.link_id !== "") {
-        links.set(row.link_id, { personId: row.person, version: Number(row.latest_version) });
-      }
+      if (row.link_id !== "") links.set(row.link_id, linkOf(row));
       if (row.distinct_id === "" || taken.has(row.distinct_id)) continue;
       found.add(row.distinct_id);
       facts.push(toFact(row));

@@ -1,9 +1,9 @@
 import { loadConfig } from "../../src/config";
 import type { ClickHouse } from "../../src/storage/clickhouse";
 import { literal } from "../../src/storage/sql";
-import { Storage, storageOptions } from "../../src/write";
+import type { Storage } from "../../src/write";
 import { captured } from "./captured";
-import { clickhouseEnv, openDb } from "./service";
+import { clickhouseEnv, openDb, openStorage } from "./service";
 
 /** The materialized columns of `events` whose names start with `prefix` (`mat_`, `pmat_`), with their expressions. */
 export async function columnsNamed(db: ClickHouse, prefix: string): Promise<Record<string, string>> {
@@ -21,7 +21,7 @@ export async function onDatabase(
   check: (storage: Storage, db: ClickHouse) => Promise<void>,
 ): Promise<void> {
   const config = loadConfig({ ...clickhouseEnv(), CLICKHOUSE_DATABASE: database, ...env });
-  const storage = await Storage.open(storageOptions(config));
+  const storage = await openStorage(config);
   const db = await openDb(database);
   try {
     await check(storage, db);

@@ -14,6 +14,18 @@ export async function columnsNamed(db: ClickHouse, prefix: string): Promise<Reco
   return Object.fromEntries(columns.map((column) => [column.name, column.default_expression]));
 }
 
+/**
+ * The distinct expressions of a prefix's columns with the key each takes out of the tuple left off (one where every
+ * column reads the same tuple), and how many columns there are.
+ */
+export async function tuplesNamed(db: ClickHouse, prefix: string): Promise<{ columns: number; tuples: string[] }> {
+  const expressions = Object.values(await columnsNamed(db, prefix));
+  return {
+    columns: expressions.length,
+    tuples: [...new Set(expressions.map((expression) => expression.replace(/, '[^']*'\)$/, "")))],
+  };
+}
+
 /** A storage on a database of its own with `env`'s settings, until `check` is done. */
 export async function onDatabase(
   database: string,

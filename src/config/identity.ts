@@ -52,6 +52,20 @@ export const IDENTITY = {
     help: "How often identity facts no person reflects yet (a write that failed half-way, never retried) are derived (0: only at startup).",
     backend: "any",
   }),
+  squashIntervalS: setting({
+    env: "SQUASH_INTERVAL_S",
+    parse: type("string.integer.parse").to("0 <= number.integer <= 604800"),
+    default: 3600,
+    help: "How often the events of persons merged away are rewritten to the persons they went to, so that `events_resolved` reads no merge older than `SQUASH_GRACE_S` (0: never).",
+    backend: "any",
+  }),
+  squashGraceS: setting({
+    env: "SQUASH_GRACE_S",
+    parse: type("string.integer.parse").to("0 <= number.integer <= 604800"),
+    default: 3600,
+    help: "How old a merge is before a squash applies it: longer than any event can take from its flush's identity reads to its insert, on any instance.",
+    backend: "any",
+  }),
   personCacheMiB: setting({
     env: "PERSON_CACHE_MIB",
     parse: positive,

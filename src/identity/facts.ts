@@ -53,13 +53,14 @@ export interface FactRow {
   writes: number;
 }
 
-/** A fact as inserted: stamped with when it was written, which the repair sweep reads facts by (repair.ts). */
-export type WrittenFact = FactRow & { readonly written_at: string };
+/** A row as inserted: stamped with when it was written (facts: what the repair sweep reads them by, repair.ts). */
+export type Written<Row> = Row & { readonly written_at: string };
+export type WrittenFact = Written<FactRow>;
 
-/** The facts, stamped with the time they are written (milliseconds, UTC, as `written_at` holds it). */
-export function stamped(facts: readonly FactRow[], now: Date = new Date()): WrittenFact[] {
+/** The rows (facts, overrides), stamped with the time they are written (milliseconds, UTC, as `written_at` holds it). */
+export function stamped<Row extends object>(rows: readonly Row[], now: Date = new Date()): Written<Row>[] {
   const writtenAt = now.toISOString().slice(0, 23).replace("T", " ");
-  return facts.map((fact) => ({ ...fact, written_at: writtenAt }));
+  return rows.map((row) => ({ ...row, written_at: writtenAt }));
 }
 
 export const EPOCH = "1970-01-01 00:00:00.000000" as Timestamp;

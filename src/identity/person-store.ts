@@ -240,8 +240,8 @@ export async function fillOverrides(db: ClickHouse): Promise<void> {
     FROM ${persons} GROUP BY id HAVING argMax(is_deleted, version) = 1`;
   const current = `SELECT distinct_id, argMax(person_id, version) AS now_on FROM ${links}
     GROUP BY distinct_id HAVING argMax(is_deleted, version) = 0`;
-  await db.command(`INSERT INTO ${db.table("person_overrides")} (old_person_id, override_person_id, version)
-    SELECT m.id, c.now_on, m.latest_version FROM (${merged}) AS m JOIN (${current}) AS c ON c.distinct_id = m.born_to
+  await db.command(`INSERT INTO ${db.table("person_overrides")} (old_person_id, override_person_id, version, written_at)
+    SELECT m.id, c.now_on, m.latest_version, now64(3) FROM (${merged}) AS m JOIN (${current}) AS c ON c.distinct_id = m.born_to
     WHERE c.now_on != m.id`);
 }
 

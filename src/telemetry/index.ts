@@ -36,6 +36,7 @@ export {
   type Route,
   requestObserver,
   SLOW_FLUSH_SECONDS,
+  type Squashed,
   type StorageObserver,
   storageObserver,
 } from "./observers";

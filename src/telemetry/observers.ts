@@ -55,6 +55,10 @@ export interface StorageObserver {
   repaired(repair: Repaired): void;
   /** A repair sweep failed; the next one tries again. */
   repairFailed(error: unknown): void;
+  /** A squash rewrote the events of persons merged away to the persons they went to. */
+  squashed(squash: Squashed): void;
+  /** A squash failed; the next one tries again. */
+  squashFailed(error: unknown): void;
   /** A missing column was added at startup, or an enum column widened. */
   schemaRepaired(table: string, column: string, type: string): void;
   /** A table of an older layout is being made again from events at startup, or is done. */
@@ -178,6 +182,13 @@ export interface Repaired {
   readonly seconds: number;
 }
 
+/** A squash: the overrides written before `before` (milliseconds) applied, one for each of `persons` merged away. */
+export interface Squashed {
+  readonly before: number;
+  readonly persons: number;
+  readonly seconds: number;
+}
+
 /** What an operator does about a table's refusal, by ClickHouse's error. */
 const FIXES: Readonly<Record<string, string>> = {
   VIOLATED_CONSTRAINT: "drop the constraint (ALTER TABLE … DROP CONSTRAINT)",
@@ -227,6 +238,12 @@ export function storageObserver(log: Logger, metrics: Metrics): StorageObserver 
     },
     repairFailed(error) {
       log.error("identity repair failed", { cause: describeError(error) });
+    },
+    squashed({ before, persons, seconds }) {
+      log.info("merges squashed", { before: new Date(before).toISOString(), persons, seconds });
+    },
+    squashFailed(error) {
+      log.error("squash failed", { cause: describeError(error) });
     },
     schemaRepaired(table, column, type) {
       log.warn("schema repaired: a column was added or widened", { table, column, type });

@@ -3,6 +3,7 @@ import { ClickHouse, chunkByBytes, literal, literalList, sessionsFrom } from "..
 import type { ForgetOutcome, Forgotten } from "../telemetry";
 import { type Erasure, planErasure } from "./erasure-plan";
 import { type Hashed, hashedIn } from "./hashed";
+import { type Mutation, mutated } from "./mutations";
 
 /**
  * Removing what `planErasure` found (docs/operations.md#forgetting-persons): their events, the sessions those were
@@ -25,12 +26,6 @@ import { type Hashed, hashedIn } from "./hashed";
  * A registered mutation is kept with its table and goes on after a restart. A forget that fails part-way is safe to
  * repeat: a second run finds what is left through the links, facts and events (`planErasure`).
  */
-
-/** A mutation registered: its table, and a value its statement names, by which `system.mutations` shows it. */
-interface Mutation {
-  readonly table: string;
-  readonly marker: string;
-}
 
 /** The erasure under way: its two mutations registered, the identity rows gone. */
 export interface Pending {
@@ -101,32 +96,9 @@ export async function forgetDirectly(clickhouse: ClickHouseConfig, asked: readon
   }
 }
 
-/** How often `mutated` looks again. */
-const POLL_MS = 100;
-
 /** A mutation's statement: `ALTER TABLE … DELETE`. */
 function deletion(db: ClickHouse, table: string, where: string): string {
   return `ALTER TABLE ${db.table(table)} DELETE WHERE ${where}`;
-}
-
-/**
- * Waits until the mutations of `table` whose statements name `marker` are done, on every part (as `mutations_sync`
- * would have). One that the engine fails to apply is an error: the engine goes on retrying it.
- */
-async function mutated(db: ClickHouse, { table, marker }: Mutation): Promise<void> {
-  for (;;) {
-    const [row] = await db.rows<{ found: number | string; done: number | string; failure: string }>(
-      `SELECT count() AS found, min(is_done) AS done, any(latest_fail_reason) AS failure FROM system.mutations
-       WHERE database = ${literal(db.database)} AND table = ${literal(table)} AND position(command, ${literal(marker)}) > 0`,
-    );
-    // registered and so listed until 100 later ones are done (`finished_mutations_to_keep`): it cannot be missing
-    if (row === undefined || Number(row.found) === 0) {
-      throw new Error(`the delete from ${table} is not in system.mutations`);
-    }
-    if (Number(row.done) === 1) return;
-    if (row.failure !== "") throw new Error(`the engine failed to delete from ${table}: ${row.failure}`);
-    await Bun.sleep(POLL_MS);
-  }
 }
 
 /**

@@ -1,4 +1,4 @@
-import { factsWrittenBetween, type IdentityResolver, latestFactWrite, type SweepCursor } from "../identity";
+import { factsWrittenBetween, type IdentityResolver, latestFactWrite, type SweepCursor, stamped } from "../identity";
 import type { ClickHouse } from "../storage";
 import type { StorageObserver } from "../telemetry";
 import { Gate } from "./gate";
@@ -107,7 +107,7 @@ export class RepairSweep {
     if (ids.length > 0) {
       const repair = await this.identity.repair(ids, upTo);
       await this.db.insert("persons", repair.persons);
-      await this.db.insert("person_overrides", repair.overrides);
+      await this.db.insert("person_overrides", stamped(repair.overrides));
       await this.db.insert("person_distinct_ids", repair.distinctIds);
       this.identity.repaired(repair);
       this.observer?.repaired({

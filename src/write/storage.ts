@@ -36,6 +36,7 @@ import { PersonsOnEvents } from "./persons-on-events";
 import { phaseTimer, timed } from "./phase-timer";
 import { REPAIR_BATCH_IDS, REPAIR_SETTLE_MS, RepairSweep } from "./repair";
 import { type EventRow, eventInserts, eventRow } from "./rows";
+import { type SquashOptions, SquashSchedule } from "./squash";
 
 export interface StorageOptions {
   readonly clickhouse: ClickHouseConfig;
@@ -52,6 +53,8 @@ export interface StorageOptions {
   readonly repairBatchIds: number;
   /** Facts younger than this (milliseconds) are left to a later repair sweep: their flush may still be writing. */
   readonly repairSettleMs: number;
+  /** When merges are squashed (`SQUASH_INTERVAL_S`, `SQUASH_GRACE_S`). */
+  readonly squash: SquashOptions;
   /** The materialized columns `events` has: `properties_typed`, property and person property columns. */
   readonly schema: SchemaOptions;
   /** Days events and sessions are kept (`EVENTS_RETENTION_DAYS`); none: every one. */
@@ -78,6 +81,7 @@ export function storageOptions(config: Config): StorageOptions {
     repairIntervalMs: config.repairIntervalS * 1000,
     repairBatchIds: REPAIR_BATCH_IDS,
     repairSettleMs: REPAIR_SETTLE_MS,
+    squash: { intervalMs: config.squashIntervalS * 1000, graceMs: config.squashGraceS * 1000 },
     schema: {
       typedProperties: config.typedProperties,
       materializedProperties: config.materializedProperties,
@@ -111,6 +115,7 @@ export class Storage implements EventSink {
   readonly #eventsDb: ClickHouse;
   readonly #identity: IdentityResolver;
   readonly #repairs: RepairSweep;
+  readonly #squashes: SquashSchedule;
   readonly #disk: DiskWatch;
   readonly #personsOnEvents: PersonsOnEvents | undefined;
   readonly #commits: GroupCommit<CapturedEvent>;
@@ -149,6 +154,7 @@ export class Storage implements EventSink {
       observer,
       this.#gate,
     );
+    this.#squashes = new SquashSchedule(db, options.squash, observer);
     this.#personsOnEvents = options.personsOnEvents
       ? new PersonsOnEvents(db, {
           ttlMs: options.identity.soleWriter ? 0 : options.identity.cacheTtlMs,
@@ -191,6 +197,7 @@ export class Storage implements EventSink {
       const storage = new Storage(db, eventsDb, options, observer);
       // the repair first: the links a sole writer then preloads are the repaired ones
       await storage.#repairs.start();
+      storage.#squashes.start();
       storage.#disk.start();
       try {
         // not an argument of `observer?.`: an absent observer would skip it (the import in process has none)
@@ -198,6 +205,7 @@ export class Storage implements EventSink {
         observer?.preloaded(preloaded);
       } catch (error) {
         await storage.#repairs.stop();
+        await storage.#squashes.stop();
         storage.#disk.stop();
         throw error;
       }
@@ -302,6 +310,7 @@ export class Storage implements EventSink {
     this.#closed = true;
     this.#disk.stop();
     await this.#repairs.stop();
+    await this.#squashes.stop();
     await this.#commits.drain();
     await this.#gate.exclusive(async () => {});
     await Promise.allSettled(this.#finishing);
@@ -357,7 +366,7 @@ export class Storage implements EventSink {
       const groups = await deriveGroups(this.#db, groupFacts);
       await this.#db.insert("groups", groups);
       // after the persons: an override always names a stored person
-      await this.#db.insert("person_overrides", resolution.overrides);
+      await this.#db.insert("person_overrides", stamped(resolution.overrides));
       const persons = timer();
       inserted = this.#insertEvents(rows);
       await this.#db.insert("person_distinct_ids", resolution.distinctIds);

@@ -28,6 +28,8 @@ async function counted(
     diskLow() {},
     diskRecovered() {},
     repairFailed() {},
+    squashed() {},
+    squashFailed() {},
     preloaded() {},
     cacheLookups(kind, hits, misses) {
       const seen = lookups[kind] ?? { hits: 0, misses: 0 };

@@ -46,6 +46,7 @@ describe("the cluster schema, read by the engine's own parser", () => {
       "group_facts",
       "groups",
       "person_overrides",
+      "person_squashes",
       "sessions_local",
       "sessions",
       "sessions_mv",
@@ -61,6 +62,7 @@ describe("the cluster schema, read by the engine's own parser", () => {
       group_facts: `ReplicatedAggregatingMergeTree(${everywhere})`,
       groups: `ReplicatedReplacingMergeTree(${everywhere}, version)`,
       person_overrides: `ReplicatedReplacingMergeTree(${everywhere}, version)`,
+      person_squashes: `ReplicatedMergeTree(${everywhere})`,
       sessions_local: `ReplicatedAggregatingMergeTree(${shard})`,
       sessions: `Distributed('${CLUSTER}', 'analytics', 'sessions_local')`,
       sessions_mv: undefined,
@@ -84,6 +86,7 @@ describe("the cluster schema, read by the engine's own parser", () => {
       "group_facts",
       "groups",
       "person_overrides",
+      "person_squashes",
       "sessions",
       "sessions_mv",
       "events_resolved",
@@ -133,7 +136,7 @@ describe("what an instance sends a cluster's node", () => {
     const ddl = recorded.filter((r) => /^(CREATE|ALTER|DROP)/.test(r.statement));
     expect(ddl.map((r) => words(r.statement, 3))).toEqual([
       "CREATE DATABASE IF",
-      ...Array.from({ length: 10 }, () => "CREATE TABLE IF"),
+      ...Array.from({ length: 11 }, () => "CREATE TABLE IF"),
       "CREATE OR REPLACE", // the sessions view
       "CREATE OR REPLACE", // events_resolved
     ]);
@@ -222,7 +225,7 @@ describe("what an instance sends a cluster's node", () => {
   test("one server (no CLICKHOUSE_CLUSTER) sends no cluster DDL and no cluster settings", async () => {
     const recorded = await openAndWrite({});
     expect(recorded.some((r) => r.statement.includes("ON CLUSTER") || r.params.has("insert_quorum"))).toBe(false);
-    expect(recorded.filter((r) => r.statement.startsWith("CREATE TABLE"))).toHaveLength(8);
+    expect(recorded.filter((r) => r.statement.startsWith("CREATE TABLE"))).toHaveLength(9);
   });
 
   const enginesAs = (prefix: string) =>

@@ -25,6 +25,8 @@ function retentionLog(): { observer: StorageObserver; changes: RetentionChange[]
     preloaded: ignore,
     repaired: ignore,
     repairFailed: ignore,
+    squashed: ignore,
+    squashFailed: ignore,
     schemaRepaired: ignore,
     schemaRebuilt: ignore,
     schemaViewReplaced: ignore,

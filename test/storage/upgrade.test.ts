@@ -158,6 +158,7 @@ describe.skipIf(Boolean(process.env.CLICKHOUSE_URL))("a data directory written b
         "identity_facts",
         "person_distinct_ids",
         "person_overrides",
+        "person_squashes",
         "persons",
         "sessions",
         "sessions_mv",

@@ -62,6 +62,8 @@ function sweepCounter(): { observer: StorageObserver; sweeps: () => number; ids:
       written += persons + links + overrides;
     },
     repairFailed() {},
+    squashed() {},
+    squashFailed() {},
   };
   return { observer, sweeps: () => sweeps, ids: () => swept, written: () => written };
 }

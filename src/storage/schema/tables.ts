@@ -16,7 +16,7 @@ interface TableSpec {
   readonly name: string;
   readonly columns: Readonly<Record<string, string>>;
   readonly indexes?: readonly string[];
-  readonly engine: "ReplacingMergeTree" | "AggregatingMergeTree";
+  readonly engine: "MergeTree" | "ReplacingMergeTree" | "AggregatingMergeTree";
   /** The engine's own arguments (ReplacingMergeTree's version column). */
   readonly engineArgs?: string;
   /** Everything after the engine: partitioning, sorting key, settings. */
@@ -54,7 +54,10 @@ const POINT_LOOKUPS = "SETTINGS index_granularity = 1024";
  *   reads facts by (identity/repair.ts).
  * - `person_overrides` says where the events of each merged-away person belong now: always a live person (a
  *   merge, or a survivor that changes, writes every merged-away person of the component anew), read with FINAL.
- *   `events_resolved` is `events` with each event's person read through it (docs/identity.md#events-and-merges).
+ *   `written_at` is when the row was written (1970 for rows written before schema version 9). `person_squashes`
+ *   records each time the events of the persons merged away by overrides written before `squashed_before` were
+ *   rewritten to their person (write/squash.ts). `events_resolved` is `events` with each event's person read
+ *   through the overrides written since (docs/identity.md#events-and-merges).
  * - `group_facts` holds what `$groupidentify` events said of each group: per property key, its latest value (by
  *   event timestamp; the value settles a tie) and how many rows said so; the key `""` marks that the group exists.
  *   `groups` is derived from them (identity/groups.ts), one row a version, read with FINAL.
@@ -162,10 +165,22 @@ export const TABLES: readonly TableSpec[] = [
   },
   {
     name: "person_overrides",
-    columns: { old_person_id: "UUID", override_person_id: "UUID", version: "UInt64" },
+    columns: {
+      old_person_id: "UUID",
+      override_person_id: "UUID",
+      version: "UInt64",
+      written_at: "DateTime64(3, 'UTC')",
+    },
     engine: "ReplacingMergeTree",
     engineArgs: "version",
     keys: `ORDER BY old_person_id ${POINT_LOOKUPS}`,
+    placement: { kind: "everywhere" },
+  },
+  {
+    name: "person_squashes",
+    columns: { squashed_before: "DateTime64(3, 'UTC')", squashed_at: "DateTime64(3, 'UTC')", persons: "UInt64" },
+    engine: "MergeTree",
+    keys: "ORDER BY squashed_before",
     placement: { kind: "everywhere" },
   },
   {
@@ -198,34 +213,55 @@ export const KEEPER_PATHS = {
  *   merges them. A copy is always in the month of its first (the sorting key starts with the date, which the
  *   partition is a function of), so partitions are merged apart (`do_not_merge_across_partitions_select_final`,
  *   which recent servers decide by themselves): one merged into a single part is read as it is.
- * - The person: an event keeps the person it was stored with; once that person is merged away,
- *   `person_overrides` names the one it went to. Only persons whose newest override points elsewhere are joined
- *   (a survivor's override points at itself), with `ANY`, since each has one row, and only the person they went
- *   to is read from the join: an event of anyone else finds none (the empty UUID, which no person has) and keeps
- *   its own.
+ * - The person: an event keeps the person it was stored with until a squash rewrites it (write/squash.ts); once
+ *   that person is merged away, an override names the one it went to. Only the overrides written since the last
+ *   squash can name a person some event still holds, so only their persons are joined: the newest override of each
+ *   (over all its rows: an older squash may have applied an earlier one), those pointing elsewhere (a survivor's
+ *   points at itself), with `ANY`, since each has one row. When none was written since, the view reads `events`
+ *   alone: which of the two `SELECT`s runs is decided once a query (a scalar subquery is a constant), and the other
+ *   reads nothing. A join costs each event a hash probe whatever the joined table holds, which is why the view
+ *   does not keep an empty one.
  * - `properties` with `geoip`'s members (which never repeat a key of `properties`, so joining the two objects'
  *   members makes one object): one copy of the text, in the place of its closing brace (`overlay`), and only for a
  *   query that reads `properties`: a view's unread columns are not computed.
  */
-const eventsResolvedView = (events: string, overrides: string, materialized: readonly string[]): string => {
+const eventsResolvedView = (
+  events: string,
+  overrides: string,
+  squashes: string,
+  materialized: readonly string[],
+): string => {
   const located = "(e.geoip != '' AND endsWith(e.properties, '}'))";
   const members = `if(${located}, concat(if(e.properties = '{}', '', ','), substring(e.geoip, 2)), '')`;
-  return `SELECT
+  const columns = (personId: string) => `
       e.uuid AS uuid, e.event AS event,
       overlay(e.properties, ${members}, length(e.properties) + 1 - ${located}, ${located}) AS properties,
       e.timestamp AS timestamp,
       e.distinct_id AS distinct_id,
-      if(empty(o.override_person_id), e.person_id, o.override_person_id) AS person_id,
+      ${personId} AS person_id,
       e.session_id AS session_id, e.window_id AS window_id, e.current_url AS current_url, e.host AS host,
       e.ip AS ip, e.geoip AS geoip, e.created_at AS created_at,
-      e.person_properties AS person_properties, e.person_created_at AS person_created_at${materialized.map((name) => `, e.${quoteIdentifier(name)} AS ${quoteIdentifier(name)}`).join("")}
+      e.person_properties AS person_properties, e.person_created_at AS person_created_at${materialized.map((name) => `, e.${quoteIdentifier(name)} AS ${quoteIdentifier(name)}`).join("")}`;
+  const unsquashed = `${overrides} WHERE written_at >= (SELECT max(squashed_before) FROM ${squashes})`;
+  const pending = `(SELECT count() FROM ${unsquashed})`;
+  const settings = "SETTINGS join_use_nulls = 0, do_not_merge_across_partitions_select_final = 1";
+  return `SELECT${columns("e.person_id")}
+    FROM ${events} AS e FINAL
+    WHERE ${pending} = 0
+    ${settings}
+    UNION ALL
+    SELECT${columns("if(empty(o.override_person_id), e.person_id, o.override_person_id)")}
     FROM ${events} AS e FINAL
     ANY LEFT JOIN (
       SELECT old_person_id, override_person_id
-      FROM (SELECT old_person_id, argMax(override_person_id, version) AS override_person_id FROM ${overrides} GROUP BY old_person_id)
+      FROM (
+        SELECT old_person_id, argMax(override_person_id, version) AS override_person_id FROM ${overrides}
+        WHERE old_person_id IN (SELECT old_person_id FROM ${unsquashed}) GROUP BY old_person_id
+      )
       WHERE override_person_id != old_person_id
     ) AS o ON o.old_person_id = e.person_id
-    SETTINGS join_use_nulls = 0, do_not_merge_across_partitions_select_final = 1`;
+    WHERE ${pending} > 0
+    ${settings}`;
 };
 
 /** What the schema may leave out. */
@@ -337,6 +373,7 @@ export function schemaObjects(database: string, cluster?: string, options: Schem
   const resolved = eventsResolvedView(
     tableName(database, "events"),
     tableName(database, "person_overrides"),
+    tableName(database, "person_squashes"),
     materialized.map(([name]) => name),
   );
   add("VIEW", "events_resolved", "View", `AS ${resolved}`, {

@@ -16,11 +16,15 @@
  * bench stops if not), except that person properties as of each event may differ from the join's, as of now. Queries that read no property run on each layout too, as a check of the noise. Then once
  * more a layout for the memory it holds at its peak; one the port refuses (its memory limit) is said, the bench
  * goes on, and exits 1 at the end.
+ * Then what counting persons over `events_resolved` costs against `events`, with the load's merges joined, and
+ * once they are squashed into `events` (docs/identity.md#squashing-merges).
  * Then, with BENCH_SECONDS loads (30), the `web` load's ingest rate with neither column, with the property
  * columns, and with the typed column, A B C C B A, each on a fresh service seeded with the web file.
  */
 import { join } from "node:path";
-import { MATERIALIZED_BY_DEFAULT, PERSON_MATERIALIZED_BY_DEFAULT } from "../src/config";
+import { loadConfig, MATERIALIZED_BY_DEFAULT, PERSON_MATERIALIZED_BY_DEFAULT } from "../src/config";
+import { ClickHouse } from "../src/storage";
+import { squashOverrides } from "../src/write/squash";
 import { fmt, type LoadResult, startService, stop } from "./harness";
 import { drivePasses } from "./run-load";
 import { WebTraffic } from "./traffic/web";
@@ -348,15 +352,15 @@ async function runQueries(queryUrl: string): Promise<void> {
     );
   for (const failure of failures) console.log(`  failed: ${failure}`);
   if (failures.length > 0) process.exitCode = 1;
-  await resolvedTax(queryUrl);
 }
 
 /**
  * What counting persons over `events_resolved` (deduplicated, merges applied) costs against over `events`, and how
  * much of it is the deduplication alone (`events FINAL`), with the parts `events` is in as it runs (FINAL merges
  * the ranges of the sorting key that several parts hold: the more unmerged parts, the more it reads and merges).
+ * `when` says which: with the load's merges still joined, or once squashed into `events`.
  */
-async function resolvedTax(queryUrl: string): Promise<void> {
+async function resolvedTax(queryUrl: string, when: string): Promise<void> {
   const sql = (table: string) =>
     `SELECT toDate(timestamp) AS day, uniq(person_id) AS n FROM ${table} GROUP BY day ORDER BY day`;
   const tables = ["events", "events FINAL", "events_resolved"] as const;
@@ -380,7 +384,7 @@ async function resolvedTax(queryUrl: string): Promise<void> {
   }
   const ratio = (table: keyof typeof best) => `×${(best[table] / best.events).toFixed(2)}`;
   console.log(
-    `  unique persons a day over events_resolved ${fmt(best.events_resolved)} ms, over events ${fmt(best.events)} ms: ${ratio("events_resolved")} (target ≤ ×1.5)`,
+    `  ${when}: unique persons a day over events_resolved ${fmt(best.events_resolved)} ms, over events ${fmt(best.events)} ms: ${ratio("events_resolved")} (target ≤ ×1.5)`,
   );
   console.log(
     `    of which FINAL alone (over events FINAL ${fmt(best["events FINAL"])} ms): ${ratio("events FINAL")}; events in ${before} active parts before, ${await parts()} after`,
@@ -417,7 +421,8 @@ async function ingestCost(work: string): Promise<void> {
 
 export async function runQueriesBench(work: string): Promise<void> {
   console.log(`bench queries: ${fmt(EVENTS)} web events over ${DAYS} days from ${fmt(PEOPLE)} people`);
-  const service = await startService(join(work, "service"), {
+  const dataDir = join(work, "service");
+  const settings = {
     QUERY_PORT: "0",
     QUERY_PASSWORD: PASSWORD,
     TRUSTED_PROXIES: "127.0.0.1",
@@ -425,13 +430,38 @@ export async function runQueriesBench(work: string): Promise<void> {
     MATERIALIZED_PROPERTIES: COLUMN_KEYS.join(","),
     MATERIALIZED_PERSON_PROPERTIES: PERSON_COLUMN_KEYS.join(","),
     PERSONS_ON_EVENTS: "1",
-  });
+  };
+  const service = await startService(dataDir, settings);
   try {
     const rate = await ingest(service.url);
     console.log(`  ingested at ${fmt(rate)} events/s`);
     await runQueries(service.queryUrl!);
+    await resolvedTax(service.queryUrl!, "the load's merges joined");
   } finally {
     await stop(service);
   }
+  await squashed(dataDir, settings);
   await ingestCost(work);
+}
+
+/**
+ * The squash the service would run an hour later (`SQUASH_GRACE_S`), run at once on the stopped service's data
+ * directory; then `events_resolved` again, on the service started anew.
+ */
+async function squashed(dataDir: string, settings: Record<string, string>): Promise<void> {
+  const db = await ClickHouse.connect(loadConfig({ DATA_DIR: dataDir }).clickhouse);
+  try {
+    const squash = await squashOverrides(db, Date.now());
+    console.log(
+      `  squashed: the events of ${fmt(squash?.persons ?? 0)} persons merged away moved in ${squash?.seconds} s`,
+    );
+  } finally {
+    await db.close();
+  }
+  const service = await startService(dataDir, settings);
+  try {
+    await resolvedTax(service.queryUrl!, "once squashed");
+  } finally {
+    await stop(service);
+  }
 }

@@ -1,3 +1,4 @@
 export { serviceBackup } from "./backup";
 export { forgetDirectly } from "./forget";
-export { Storage, type StorageOptions, storageOptions } from "./storage";
+export { type StorageOptions, storageOptions } from "./options";
+export { Storage } from "./storage";

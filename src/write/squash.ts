@@ -25,22 +25,25 @@ import { type Mutation, mutated } from "./mutations";
 /** Most bytes of the UUIDs one mutation moves: it names each twice, and its person once (a statement's limit is 256 KiB). */
 const MUTATION_LIST_BYTES = 48 * 1024;
 
-/** Applies the overrides written since the last squash and before `before` (milliseconds) to `events`. */
+/**
+ * Applies the overrides written since the last squash and before `before` (milliseconds) to `events`; nothing
+ * when none was written then.
+ */
 export async function squashOverrides(db: ClickHouse, before: number): Promise<Squashed | undefined> {
   const started = performance.now();
   const overrides = db.table("person_overrides");
   const since = await squashedBefore(db);
   if (before <= since) return undefined;
-  const moved = await db.rows<{ old: string; now_on: string }>(
-    `SELECT toString(old_person_id) AS old, toString(override_person_id) AS now_on
-     FROM (
-       SELECT old_person_id, argMax(override_person_id, version) AS override_person_id FROM ${overrides}
-       WHERE old_person_id IN (SELECT old_person_id FROM ${overrides} WHERE written_at >= ${at(since)} AND written_at < ${at(before)})
-       GROUP BY old_person_id
-     )
-     WHERE override_person_id != old_person_id`,
+  // the newest override of each person with one written in the window (a survivor's own points at itself)
+  const written = await db.rows<{ old: string; now_on: string }>(
+    `SELECT toString(old_person_id) AS old, toString(argMax(override_person_id, version)) AS now_on
+     FROM ${overrides}
+     WHERE old_person_id IN (SELECT old_person_id FROM ${overrides} WHERE written_at >= ${at(since)} AND written_at < ${at(before)})
+     GROUP BY old_person_id`,
   );
-  const target = new Map(moved.map((row) => [row.old, row.now_on]));
+  // none: the view reads the same whether this squash is recorded or not
+  if (written.length === 0) return undefined;
+  const target = new Map(written.filter((row) => row.now_on !== row.old).map((row) => [row.old, row.now_on]));
   const mutations: Mutation[] = [];
   const table = db.cluster === undefined ? "events" : "events_local";
   for (const olds of chunkByBytes([...target.keys()], MUTATION_LIST_BYTES)) {

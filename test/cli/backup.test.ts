@@ -130,7 +130,15 @@ let stopped: Promise<Env> | undefined;
 const stoppedData = (): Promise<Env> => {
   stopped ??= (async () => {
     const env = dataEnv();
-    await withService(env, (url) => ingestRound(url, 0));
+    // squashing the merges at once, so that every table holds rows (person_squashes too)
+    const service = await startProcess({ ...env, SQUASH_INTERVAL_S: "1", SQUASH_GRACE_S: "0" });
+    try {
+      await ingestRound(service.url, 0);
+      const deadline = Date.now() + 20_000;
+      while (!service.output().includes("merges squashed") && Date.now() < deadline) await Bun.sleep(100);
+    } finally {
+      await stop(service);
+    }
     return env;
   })();
   return stopped;

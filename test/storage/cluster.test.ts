@@ -62,7 +62,7 @@ describe("the cluster schema, read by the engine's own parser", () => {
       group_facts: `ReplicatedAggregatingMergeTree(${everywhere})`,
       groups: `ReplicatedReplacingMergeTree(${everywhere}, version)`,
       person_overrides: `ReplicatedReplacingMergeTree(${everywhere}, version)`,
-      person_squashes: `ReplicatedMergeTree(${everywhere})`,
+      person_squashes: `ReplicatedReplacingMergeTree(${everywhere})`,
       sessions_local: `ReplicatedAggregatingMergeTree(${shard})`,
       sessions: `Distributed('${CLUSTER}', 'analytics', 'sessions_local')`,
       sessions_mv: undefined,

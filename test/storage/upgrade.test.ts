@@ -75,8 +75,8 @@ describe.skipIf(Boolean(process.env.CLICKHOUSE_URL))("a data directory written b
     expect(response.status).toBe(200);
   }
 
-  async function start(): Promise<RunningService> {
-    service = await startProcess(env);
+  async function start(extra: Record<string, string> = {}): Promise<RunningService> {
+    service = await startProcess({ ...env, ...extra });
     running.push(service);
     return service;
   }
@@ -544,5 +544,21 @@ describe.skipIf(Boolean(process.env.CLICKHOUSE_URL))("a data directory written b
     expect(logEntries(second.output()).filter((entry) => entry.level === "error" || entry.level === "warn")).toEqual(
       [],
     );
+  }, 30_000);
+
+  test("the first squash moves the events of 0.1.0's merge to the person they went to; events_resolved reads as before", async () => {
+    const resolved = "SELECT toString(uuid) AS uuid, toString(person_id) AS person FROM events_resolved ORDER BY uuid";
+    const stored = "SELECT toString(uuid) AS uuid, toString(person_id) AS person FROM events FINAL ORDER BY uuid";
+    const squashed = await start({ SQUASH_INTERVAL_S: "1", SQUASH_GRACE_S: "0" });
+    const before = await sql(resolved);
+    expect(await sql(stored)).not.toEqual(before); // anon-b's events, on the person merged away
+    const deadline = Date.now() + 20_000;
+    while (!squashed.output().includes("merges squashed") && Date.now() < deadline) await Bun.sleep(100);
+    expect(await sql(stored)).toEqual(before);
+    expect(await sql(resolved)).toEqual(before);
+    expect(await sql(`SELECT DISTINCT toString(person_id) AS person FROM events WHERE distinct_id = 'anon-b'`)).toEqual(
+      [{ person: personOf["user-b"] }],
+    );
+    await stop();
   }, 30_000);
 });

@@ -53,16 +53,17 @@ test("a squash moves the events of a person merged away to the one it went to: e
   expect(await personsIn(service, "events")).toEqual(everyone);
   expect(await personsIn(service, "events_resolved")).toEqual(everyone);
   expect(await unsquashed(service)).toBe(0);
-  // nothing left to move, and a time already squashed is not squashed again
-  expect(await squashOverrides(service.db, Date.now() + 2)).toMatchObject({ persons: 0 });
+  // no override written since, and a time already squashed is not squashed again
+  expect(await squashOverrides(service.db, Date.now() + 2)).toBeUndefined();
   expect(await squashOverrides(service.db, before)).toBeUndefined();
+  expect(await squashedBefore(service.db)).toBe(before);
 });
 
 test("overrides written after the squash's time wait for a later one, and events_resolved still reads them", async () => {
   service = await startService({ PUBLIC_API_KEYS: KEY, SQUASH_INTERVAL_S: "0" });
   const early = Date.now();
   const survivor = await mergeAfterEvents();
-  expect(await squashOverrides(service.db, early)).toMatchObject({ persons: 0 });
+  expect(await squashOverrides(service.db, early)).toBeUndefined();
   expect((await personsIn(service, "events")).anon_event).not.toBe(survivor);
   expect((await personsIn(service, "events_resolved")).anon_event).toBe(survivor);
   expect(await unsquashed(service)).toBe(2);
@@ -95,5 +96,20 @@ test("the service squashes by itself every SQUASH_INTERVAL_S, merges older than 
     (await personsIn(service!, "events")).anon_event === survivor && (await unsquashed(service!)) === 0;
   while (!(await squashed()) && Date.now() < deadline) await Bun.sleep(200);
   expect((await personsIn(service, "events")).anon_event).toBe(survivor);
+  expect(await unsquashed(service)).toBe(0);
+});
+
+test("two squashes at once, as two instances run them, move each event once, to the same person", async () => {
+  service = await startService({ PUBLIC_API_KEYS: KEY, SQUASH_INTERVAL_S: "0" });
+  const survivor = await mergeAfterEvents();
+  const before = Date.now() + 1;
+  const both = await Promise.all([squashOverrides(service.db, before), squashOverrides(service.db, before)]);
+  expect(both.map((squash) => squash?.persons)).toEqual([1, 1]);
+  expect(await personsIn(service, "events")).toEqual({
+    anon_event: survivor,
+    user_event: survivor,
+    $identify: survivor,
+  });
+  expect(await count(service.db, "events", `person_id = '${survivor}'`)).toBe(3);
   expect(await unsquashed(service)).toBe(0);
 });

@@ -16,7 +16,7 @@ interface TableSpec {
   readonly name: string;
   readonly columns: Readonly<Record<string, string>>;
   readonly indexes?: readonly string[];
-  readonly engine: "MergeTree" | "ReplacingMergeTree" | "AggregatingMergeTree";
+  readonly engine: "ReplacingMergeTree" | "AggregatingMergeTree";
   /** The engine's own arguments (ReplacingMergeTree's version column). */
   readonly engineArgs?: string;
   /** Everything after the engine: partitioning, sorting key, settings. */
@@ -179,7 +179,7 @@ export const TABLES: readonly TableSpec[] = [
   {
     name: "person_squashes",
     columns: { squashed_before: "DateTime64(3, 'UTC')", squashed_at: "DateTime64(3, 'UTC')", persons: "UInt64" },
-    engine: "MergeTree",
+    engine: "ReplacingMergeTree",
     keys: "ORDER BY squashed_before",
     placement: { kind: "everywhere" },
   },

@@ -244,11 +244,11 @@ const eventsResolvedView = (
       e.person_properties AS person_properties, e.person_created_at AS person_created_at${materialized.map((name) => `, e.${quoteIdentifier(name)} AS ${quoteIdentifier(name)}`).join("")}`;
   const unsquashed = `${overrides} WHERE written_at >= (SELECT max(squashed_before) FROM ${squashes})`;
   const pending = `(SELECT count() FROM ${unsquashed})`;
-  const settings = "SETTINGS join_use_nulls = 0, do_not_merge_across_partitions_select_final = 1";
-  return `SELECT${columns("e.person_id")}
+  // the settings, outside the union, apply to both SELECTs (a view's last SELECT keeps its own to itself)
+  return `SELECT * FROM (
+    SELECT${columns("e.person_id")}
     FROM ${events} AS e FINAL
     WHERE ${pending} = 0
-    ${settings}
     UNION ALL
     SELECT${columns("if(empty(o.override_person_id), e.person_id, o.override_person_id)")}
     FROM ${events} AS e FINAL
@@ -261,7 +261,8 @@ const eventsResolvedView = (
       WHERE override_person_id != old_person_id
     ) AS o ON o.old_person_id = e.person_id
     WHERE ${pending} > 0
-    ${settings}`;
+  )
+  SETTINGS join_use_nulls = 0, do_not_merge_across_partitions_select_final = 1`;
 };
 
 /** What the schema may leave out. */

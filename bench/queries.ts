@@ -354,6 +354,30 @@ async function runQueries(queryUrl: string): Promise<void> {
   if (failures.length > 0) process.exitCode = 1;
 }
 
+/** How many active parts `events` is in. */
+async function eventsParts(queryUrl: string): Promise<number> {
+  const run = await timed(queryUrl, "SELECT count() FROM system.parts WHERE table = 'events' AND active");
+  if ("error" in run) throw new Error(run.error);
+  return Number((JSON.parse(run.answer) as [[number | string]])[0][0]);
+}
+
+/**
+ * Waits while the engine merges the parts of `events` (their count fell within the last 30 s), 10 minutes at most:
+ * what an analyst reads once a load is over, where `FINAL` has little left to merge.
+ */
+async function merged(queryUrl: string): Promise<void> {
+  const started = performance.now();
+  let last = await eventsParts(queryUrl);
+  let steadySince = performance.now();
+  while (performance.now() - steadySince < 30_000 && performance.now() - started < 600_000) {
+    await Bun.sleep(5_000);
+    const now = await eventsParts(queryUrl);
+    if (now < last) steadySince = performance.now();
+    last = now;
+  }
+  console.log(`  merges: events in ${last} active parts after ${fmt((performance.now() - started) / 1000)} s`);
+}
+
 /**
  * What counting persons over `events_resolved` (deduplicated, merges applied) costs against over `events`, and how
  * much of it is the deduplication alone (`events FINAL`), with the parts `events` is in as it runs (FINAL merges
@@ -369,12 +393,7 @@ async function resolvedTax(queryUrl: string, when: string): Promise<void> {
     "events FINAL": Infinity,
     events_resolved: Infinity,
   };
-  const parts = async () => {
-    const run = await timed(queryUrl, "SELECT count() FROM system.parts WHERE table = 'events' AND active");
-    if ("error" in run) throw new Error(run.error);
-    return Number((JSON.parse(run.answer) as [[number | string]])[0][0]);
-  };
-  const before = await parts();
+  const before = await eventsParts(queryUrl);
   for (let round = 0; round < ROUNDS; round++) {
     for (const table of round % 2 === 0 ? tables : [...tables].reverse()) {
       const run = await timed(queryUrl, sql(table));
@@ -387,7 +406,7 @@ async function resolvedTax(queryUrl: string, when: string): Promise<void> {
     `  ${when}: unique persons a day over events_resolved ${fmt(best.events_resolved)} ms, over events ${fmt(best.events)} ms: ${ratio("events_resolved")} (target ≤ ×1.5)`,
   );
   console.log(
-    `    of which FINAL alone (over events FINAL ${fmt(best["events FINAL"])} ms): ${ratio("events FINAL")}; events in ${before} active parts before, ${await parts()} after`,
+    `    of which FINAL alone (over events FINAL ${fmt(best["events FINAL"])} ms): ${ratio("events FINAL")}; events in ${before} active parts before, ${await eventsParts(queryUrl)} after`,
   );
 }
 
@@ -446,7 +465,8 @@ export async function runQueriesBench(work: string): Promise<void> {
 
 /**
  * The squash the service would run an hour later (`SQUASH_GRACE_S`), run at once on the stopped service's data
- * directory; then `events_resolved` again, on the service started anew.
+ * directory; then `events_resolved` again, on the service started anew, as the load left the parts of `events` and
+ * once the engine has merged them.
  */
 async function squashed(dataDir: string, settings: Record<string, string>): Promise<void> {
   const db = await ClickHouse.connect(loadConfig({ DATA_DIR: dataDir }).clickhouse);
@@ -461,6 +481,8 @@ async function squashed(dataDir: string, settings: Record<string, string>): Prom
   const service = await startService(dataDir, settings);
   try {
     await resolvedTax(service.queryUrl!, "once squashed");
+    await merged(service.queryUrl!);
+    await resolvedTax(service.queryUrl!, "once squashed and merged");
   } finally {
     await stop(service);
   }

@@ -47,12 +47,12 @@ export async function squashOverrides(db: ClickHouse, before: number): Promise<S
   const mutations: Mutation[] = [];
   const table = db.cluster === undefined ? "events" : "events_local";
   for (const olds of chunkByBytes([...target.keys()], MUTATION_LIST_BYTES)) {
-    const list = literalList(olds);
-    const nows = literalList(olds.map((old) => target.get(old)!));
+    const array = (values: readonly string[]) => `[${values.map(literal).join(", ")}]`;
+    const nows = olds.map((old) => target.get(old)!);
     await db.command(
       `ALTER TABLE ${db.table(table)}${onClusterClause(db.cluster)}
-       UPDATE person_id = toUUID(transform(toString(person_id), [${list.slice(1, -1)}], [${nows.slice(1, -1)}], toString(person_id)))
-       WHERE person_id IN ${list}`,
+       UPDATE person_id = toUUID(transform(toString(person_id), ${array(olds)}, ${array(nows)}, toString(person_id)))
+       WHERE person_id IN ${literalList(olds)}`,
     );
     mutations.push({ table, marker: olds[0]! });
   }

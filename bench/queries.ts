@@ -22,9 +22,7 @@
  * columns, and with the typed column, A B C C B A, each on a fresh service seeded with the web file.
  */
 import { join } from "node:path";
-import { loadConfig, MATERIALIZED_BY_DEFAULT, PERSON_MATERIALIZED_BY_DEFAULT } from "../src/config";
-import { ClickHouse } from "../src/storage";
-import { squashOverrides } from "../src/write/squash";
+import { MATERIALIZED_BY_DEFAULT, PERSON_MATERIALIZED_BY_DEFAULT } from "../src/config";
 import { fmt, type LoadResult, startService, stop } from "./harness";
 import { drivePasses } from "./run-load";
 import { WebTraffic } from "./traffic/web";
@@ -464,22 +462,21 @@ export async function runQueriesBench(work: string): Promise<void> {
 }
 
 /**
- * The squash the service would run an hour later (`SQUASH_GRACE_S`), run at once on the stopped service's data
- * directory; then `events_resolved` again, on the service started anew, as the load left the parts of `events` and
- * once the engine has merged them.
+ * The squash the service would run an hour after the load (`SQUASH_GRACE_S`), run by the service started anew on
+ * the same data with no grace; then `events_resolved` again, as the load left the parts of `events` and once the
+ * engine has merged them.
  */
 async function squashed(dataDir: string, settings: Record<string, string>): Promise<void> {
-  const db = await ClickHouse.connect(loadConfig({ DATA_DIR: dataDir }).clickhouse);
+  const service = await startService(dataDir, { ...settings, SQUASH_INTERVAL_S: "5", SQUASH_GRACE_S: "0" });
   try {
-    const squash = await squashOverrides(db, Date.now());
-    console.log(
-      `  squashed: the events of ${fmt(squash?.persons ?? 0)} persons merged away moved in ${squash?.seconds} s`,
-    );
-  } finally {
-    await db.close();
-  }
-  const service = await startService(dataDir, settings);
-  try {
+    const deadline = performance.now() + 30 * 60_000;
+    let line: string | undefined;
+    while ((line = service.output().match(/.*"merges squashed".*/)?.[0]) === undefined) {
+      if (performance.now() > deadline) throw new Error("the service did not squash within 30 minutes");
+      await Bun.sleep(1_000);
+    }
+    const { persons, seconds } = JSON.parse(line) as { persons: number; seconds: number };
+    console.log(`  squashed: the events of ${fmt(persons)} persons merged away moved in ${seconds} s`);
     await resolvedTax(service.queryUrl!, "once squashed");
     await merged(service.queryUrl!);
     await resolvedTax(service.queryUrl!, "once squashed and merged");

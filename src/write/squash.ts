@@ -1,6 +1,6 @@
-import { type ClickHouse, chunkByBytes, literal, literalList, onClusterClause } from "../storage";
+import { type ClickHouse, literal, onClusterClause } from "../storage";
 import type { Squashed, StorageObserver } from "../telemetry";
-import { type Mutation, mutated } from "./mutations";
+import { mutated } from "./mutations";
 
 /**
  * The squash (docs/identity.md#squashing-merges), as PostHog's: once a person is merged away, its events are
@@ -22,45 +22,47 @@ import { type Mutation, mutated } from "./mutations";
  * finds no event with a person it moves.
  */
 
-/** Most bytes of the UUIDs one mutation moves: it names each twice, and its person once (a statement's limit is 256 KiB). */
-const MUTATION_LIST_BYTES = 48 * 1024;
-
 /**
  * Applies the overrides written since the last squash and before `before` (milliseconds) to `events`; nothing
  * when none was written then.
+ *
+ * One mutation, whose statement reads the overrides itself: the engine rewrites each part once however many
+ * persons move (a part costs the same rewritten for one as for thousands, and a small part, stored in one file,
+ * is rewritten whole), and a statement naming them would need several under the engine's 256 KiB limit. The engine
+ * reads the newest override of each as it rewrites each part, which is as good as one read before.
  */
 export async function squashOverrides(db: ClickHouse, before: number): Promise<Squashed | undefined> {
   const started = performance.now();
   const overrides = db.table("person_overrides");
   const since = await squashedBefore(db);
   if (before <= since) return undefined;
-  // the newest override of each person with one written in the window (a survivor's own points at itself)
-  const written = await db.rows<{ old: string; now_on: string }>(
-    `SELECT toString(old_person_id) AS old, toString(argMax(override_person_id, version)) AS now_on
-     FROM ${overrides}
-     WHERE old_person_id IN (SELECT old_person_id FROM ${overrides} WHERE written_at >= ${at(since)} AND written_at < ${at(before)})
-     GROUP BY old_person_id`,
-  );
+  const window = `written_at >= ${at(since)} AND written_at < ${at(before)}`;
+  const [written] = await db.rows<{ n: number | string }>(`SELECT count() AS n FROM ${overrides} WHERE ${window}`);
   // none: the view reads the same whether this squash is recorded or not
-  if (written.length === 0) return undefined;
-  const target = new Map(written.filter((row) => row.now_on !== row.old).map((row) => [row.old, row.now_on]));
-  const mutations: Mutation[] = [];
-  const table = db.cluster === undefined ? "events" : "events_local";
-  for (const olds of chunkByBytes([...target.keys()], MUTATION_LIST_BYTES)) {
-    const array = (values: readonly string[]) => `[${values.map(literal).join(", ")}]`;
-    const nows = olds.map((old) => target.get(old)!);
+  if (Number(written?.n ?? 0) === 0) return undefined;
+  // the newest override of each person with one written in the window, but a survivor's own
+  const moved = `SELECT toString(old_person_id) AS old, toString(argMax(override_person_id, version)) AS now_on
+    FROM ${overrides} WHERE old_person_id IN (SELECT old_person_id FROM ${overrides} WHERE ${window})
+    GROUP BY old_person_id HAVING now_on != old`;
+  const [counted] = await db.rows<{ n: number | string }>(`SELECT count() AS n FROM (${moved})`);
+  const persons = Number(counted?.n ?? 0);
+  if (persons > 0) {
+    const table = db.cluster === undefined ? "events" : "events_local";
+    // the two arrays from one read, in one order, whether the engine reads the overrides once or twice
+    const arrays = `(SELECT (groupArray(old), groupArray(now_on)) FROM (${moved} ORDER BY old))`;
     await db.command(
-      `ALTER TABLE ${db.table(table)}${onClusterClause(db.cluster)}
-       UPDATE person_id = toUUID(transform(toString(person_id), ${array(olds)}, ${array(nows)}, toString(person_id)))
-       WHERE person_id IN ${literalList(olds)}`,
+      `ALTER TABLE ${db.table(table)}${onClusterClause(db.cluster)} UPDATE person_id = toUUID(transform(toString(person_id),
+         tupleElement(${arrays}, 1), tupleElement(${arrays}, 2), toString(person_id)))
+       WHERE person_id IN (SELECT toUUID(old) FROM (${moved}))`,
+      // a replicated table takes a statement with a subquery only so: each replica reads the same overrides
+      db.cluster === undefined ? {} : { allow_nondeterministic_mutations: 1 },
     );
-    mutations.push({ table, marker: olds[0]! });
+    await mutated(db, { table, marker: at(before, false) });
   }
-  for (const mutation of mutations) await mutated(db, mutation);
   await db.insert("person_squashes", [
-    { squashed_before: at(before, false), squashed_at: at(Date.now(), false), persons: target.size },
+    { squashed_before: at(before, false), squashed_at: at(Date.now(), false), persons },
   ]);
-  return { before, persons: target.size, seconds: Math.round((performance.now() - started) / 10) / 100 };
+  return { before, persons, seconds: Math.round((performance.now() - started) / 10) / 100 };
 }
 
 /** Overrides written before this (milliseconds) are squashed; 0 before the first squash. */

@@ -470,11 +470,11 @@ async function squashed(dataDir: string, settings: Record<string, string>): Prom
   const service = await startService(dataDir, { ...settings, SQUASH_INTERVAL_S: "5", SQUASH_GRACE_S: "0" });
   try {
     const deadline = performance.now() + 30 * 60_000;
-    let line: string | undefined;
-    while ((line = service.output().match(/.*"merges squashed".*/)?.[0]) === undefined) {
+    const logged = () => service.output().match(/.*"merges squashed".*/)?.[0];
+    for (; logged() === undefined; await Bun.sleep(1_000)) {
       if (performance.now() > deadline) throw new Error("the service did not squash within 30 minutes");
-      await Bun.sleep(1_000);
     }
+    const line = logged()!;
     const { persons, seconds } = JSON.parse(line) as { persons: number; seconds: number };
     console.log(`  squashed: the events of ${fmt(persons)} persons merged away moved in ${seconds} s`);
     await resolvedTax(service.queryUrl!, "once squashed");

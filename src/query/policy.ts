@@ -166,20 +166,25 @@ function checkTokens(tokens: readonly Token[], statement: string, scope: Scope):
   });
 }
 
-/** The `name = value` pairs of a `SETTINGS` clause whose first name is at `start`, the values as written. */
+/**
+ * The `name = value` pairs of a `SETTINGS` clause whose first name is at `start`, the values as written. A value is
+ * one literal: a sign and a token, or a bracketed one (an array, a map, a tuple); what follows it (a `UNION`, a
+ * closing bracket, `FORMAT`) is the statement's.
+ */
 function settingsClause(tokens: readonly Token[], start: number): [string, string][] {
   const pairs: [string, string][] = [];
   let index = start;
   while (tokens[index] && tokens[index + 1]?.text === "=") {
     const name = identifierName(tokens[index]!) ?? "";
-    let depth = 0;
     let end = index + 2;
-    for (; end < tokens.length; end++) {
-      const text = tokens[end]!.text;
+    if (tokens[end]?.text === "-" || tokens[end]?.text === "+") end++;
+    let depth = 0;
+    do {
+      const text = tokens[end]?.text;
       if (text === "(" || text === "[" || text === "{") depth++;
       else if (text === ")" || text === "]" || text === "}") depth--;
-      if (depth < 0 || (depth === 0 && (text === "," || text === "FORMAT"))) break;
-    }
+      end++;
+    } while (depth > 0 && end < tokens.length);
     const value = tokens
       .slice(index + 2, end)
       .map((token) => (token.kind === "string" ? stringValue(token) : token.text));

@@ -238,6 +238,11 @@ describe.skipIf(!embedded)("the query port's HTTP interface", () => {
     expect(await json.text()).toBe('{"x":1}\n');
     const clause = await post("SELECT getSetting('max_block_size') SETTINGS max_block_size = 7");
     expect(await clause.text()).toBe("7\n");
+    // a clause in the middle of a statement ends with its value: the SELECT after the UNION is the statement's
+    const inUnion = await post(
+      "SELECT * FROM (SELECT getSetting('max_block_size') AS n SETTINGS max_block_size = 7 UNION ALL SELECT 8 AS n) ORDER BY n",
+    );
+    expect(await inUnion.text()).toBe("7\n8\n");
     const refused = await post("SELECT 1 SETTINGS max_threads = 1000");
     expect(refused.headers.get("x-clickhouse-exception-code")).toBe("164");
     // a named session is read-only from its start: as on a server's readonly=1, a SETTINGS clause is refused there

@@ -2,6 +2,7 @@ import { factsWrittenBetween, type IdentityResolver, latestFactWrite, type Sweep
 import type { ClickHouse } from "../storage";
 import type { StorageObserver } from "../telemetry";
 import { Gate } from "./gate";
+import { Periodic } from "./periodic";
 
 /** Most distinct IDs one sweep re-derives, by default: the bound on a sweep's work (the rest waits for the next). */
 export const REPAIR_BATCH_IDS = 10_000;
@@ -42,8 +43,8 @@ export class RepairSweep {
   #sweptTo: number | undefined;
   /** Within a backlog (a sweep that found more IDs than it takes): where the next one goes on, without overlap. */
   #cursor: SweepCursor | undefined;
-  #timer: Timer | undefined;
-  #running: Promise<void> | undefined;
+  /** The periodic sweeps, after the one at startup. */
+  readonly #ticks: Periodic;
   /** A sole writer: when the earliest facts of its own writes that failed since the last sweep were written. */
   #failedSince: number | undefined;
 
@@ -53,25 +54,21 @@ export class RepairSweep {
     private readonly options: RepairOptions,
     private readonly observer?: StorageObserver,
     /** Shared with the flushes: a forget runs while no sweep does (`Storage.forget`). */
-    private readonly gate = new Gate(),
-  ) {}
+    gate = new Gate(),
+  ) {
+    this.#ticks = new Periodic(
+      options.intervalMs,
+      () => gate.shared(() => this.#tick(Date.now() - options.settleMs)),
+      (error) => observer?.repairFailed(error),
+    );
+  }
 
   /** The sweep at startup, from a little before the latest fact written up to now; then one every interval. */
   async start(): Promise<void> {
     const latest = await latestFactWrite(this.db);
     this.#sweptTo = latest === undefined ? Date.now() : latest - STARTUP_LOOKBACK_MS;
     await this.#sweep(Date.now());
-    if (this.options.intervalMs > 0) {
-      this.#timer = setInterval(() => {
-        this.#running ??= this.gate
-          .shared(() => this.#tick(Date.now() - this.options.settleMs))
-          .catch((error: unknown) => this.observer?.repairFailed(error))
-          .finally(() => {
-            this.#running = undefined;
-          });
-      }, this.options.intervalMs);
-      this.#timer.unref();
-    }
+    this.#ticks.start();
   }
 
   /** A write whose facts went in at `factsAt` (milliseconds) failed: a sole writer sweeps them at the next tick. */
@@ -94,9 +91,8 @@ export class RepairSweep {
   }
 
   /** Stops sweeping, once the sweep under way (if any) is done. */
-  async stop(): Promise<void> {
-    clearInterval(this.#timer);
-    await this.#running;
+  stop(): Promise<void> {
+    return this.#ticks.stop();
   }
 
   async #sweep(upTo: number): Promise<void> {

@@ -1,4 +1,4 @@
-import { type ClickHouse, literal, onClusterClause } from "../storage";
+import { type ClickHouse, onClusterClause } from "../storage";
 import type { Squashed, StorageObserver } from "../telemetry";
 import { mutated } from "./mutations";
 
@@ -57,11 +57,9 @@ export async function squashOverrides(db: ClickHouse, before: number): Promise<S
       // a replicated table takes a statement with a subquery only so: each replica reads the same overrides
       db.cluster === undefined ? {} : { allow_nondeterministic_mutations: 1 },
     );
-    await mutated(db, { table, marker: at(before, false) });
+    await mutated(db, { table, marker: at(before) });
   }
-  await db.insert("person_squashes", [
-    { squashed_before: at(before, false), squashed_at: at(Date.now(), false), persons },
-  ]);
+  await db.command(`INSERT INTO ${db.table("person_squashes")} SELECT ${at(before)}, now64(3), ${persons}`);
   return { before, persons, seconds: Math.round((performance.now() - started) / 10) / 100 };
 }
 
@@ -73,11 +71,8 @@ export async function squashedBefore(db: ClickHouse): Promise<number> {
   return Number(row?.before ?? 0);
 }
 
-/** A time in milliseconds as `DateTime64(3, 'UTC')` takes it: a literal for a query, or a row's value. */
-function at(ms: number, quoted = true): string {
-  const text = new Date(ms).toISOString().slice(0, 23).replace("T", " ");
-  return quoted ? `toDateTime64(${literal(text)}, 3, 'UTC')` : text;
-}
+/** A time in milliseconds, as a query compares `DateTime64(3, 'UTC')` with it (as the repair sweep's reads do). */
+const at = (ms: number): string => `fromUnixTimestamp64Milli(${Math.trunc(ms)}, 'UTC')`;
 
 /** When the service squashes (`SQUASH_INTERVAL_S`, `SQUASH_GRACE_S`). */
 export interface SquashOptions {
@@ -87,37 +82,8 @@ export interface SquashOptions {
   readonly graceMs: number;
 }
 
-/** The service's squashes, one every interval; a failed one is reported and tried again at the next. */
-export class SquashSchedule {
-  #timer: Timer | undefined;
-  #running: Promise<void> | undefined;
-
-  constructor(
-    private readonly db: ClickHouse,
-    private readonly options: SquashOptions,
-    private readonly observer?: StorageObserver,
-  ) {}
-
-  start(): void {
-    if (this.options.intervalMs <= 0) return;
-    this.#timer = setInterval(() => {
-      this.#running ??= this.#squash()
-        .catch((error: unknown) => this.observer?.squashFailed(error))
-        .finally(() => {
-          this.#running = undefined;
-        });
-    }, this.options.intervalMs);
-    this.#timer.unref();
-  }
-
-  async #squash(): Promise<void> {
-    const squash = await squashOverrides(this.db, Date.now() - this.options.graceMs);
-    if (squash !== undefined && squash.persons > 0) this.observer?.squashed(squash);
-  }
-
-  /** Stops the schedule and waits for a squash under way. */
-  async stop(): Promise<void> {
-    clearInterval(this.#timer);
-    await this.#running;
-  }
+/** The service's squash, run every interval (`Periodic`): the overrides older than the grace, told when it moved any. */
+export async function squashAged(db: ClickHouse, graceMs: number, observer?: StorageObserver): Promise<void> {
+  const squash = await squashOverrides(db, Date.now() - graceMs);
+  if (squash !== undefined && squash.persons > 0) observer?.squashed(squash);
 }

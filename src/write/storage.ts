@@ -24,11 +24,12 @@ import { finishErasure, startErasure } from "./forget";
 import { Gate } from "./gate";
 import { GroupCommit } from "./group-commit";
 import type { StorageOptions } from "./options";
+import { Periodic } from "./periodic";
 import { PersonsOnEvents } from "./persons-on-events";
 import { phaseTimer, timed } from "./phase-timer";
 import { RepairSweep } from "./repair";
 import { type EventRow, eventInserts, eventRow } from "./rows";
-import { SquashSchedule } from "./squash";
+import { squashAged } from "./squash";
 
 /**
  * The event sink that owns everything in ClickHouse: the schema, identity resolution and the inserts. Writes go
@@ -43,7 +44,7 @@ export class Storage implements EventSink {
   readonly #eventsDb: ClickHouse;
   readonly #identity: IdentityResolver;
   readonly #repairs: RepairSweep;
-  readonly #squashes: SquashSchedule;
+  readonly #squashes: Periodic;
   readonly #disk: DiskWatch;
   readonly #personsOnEvents: PersonsOnEvents | undefined;
   readonly #commits: GroupCommit<CapturedEvent>;
@@ -82,7 +83,11 @@ export class Storage implements EventSink {
       observer,
       this.#gate,
     );
-    this.#squashes = new SquashSchedule(db, options.squash, observer);
+    this.#squashes = new Periodic(
+      options.squash.intervalMs,
+      () => squashAged(db, options.squash.graceMs, observer),
+      (error) => observer?.squashFailed(error),
+    );
     this.#personsOnEvents = options.personsOnEvents
       ? new PersonsOnEvents(db, {
           ttlMs: options.identity.soleWriter ? 0 : options.identity.cacheTtlMs,

@@ -34,6 +34,11 @@ const DAYS = 30;
 const SENDERS = 16;
 const ROUNDS = 3;
 const PASSWORD = "bench";
+/**
+ * The load plays a day in about 30 s (2,000,000 events over 30 days at ~2,200 a second), so it settles a day 5 s
+ * after its last event: some four hours of its clock, where the service's default is one.
+ */
+const SETTLE_AFTER_S = 5;
 
 /**
  * How a layout reads a property: as a string ('' when absent or not a string), as a number (NULL when absent);
@@ -225,11 +230,11 @@ function agreement(baseline: string, other: string): number {
 const address = () =>
   `${1 + Math.floor(Math.random() * 223)}.${Math.floor(Math.random() * 256)}.${Math.floor(Math.random() * 256)}.${1 + Math.floor(Math.random() * 254)}`;
 
-/** Sends the events through the service, `SENDERS` requests at a time; returns events/s. */
-async function ingest(url: string): Promise<number> {
+/** Sends `events` events over the last `DAYS` days through the service, `SENDERS` requests at a time; returns events/s. */
+async function ingest(url: string, events = EVENTS): Promise<number> {
   const start = Date.now() - DAYS * 86_400_000;
-  const traffic = new WebTraffic(start, PEOPLE, undefined, (DAYS * 86_400_000) / EVENTS);
-  const batches = Math.ceil(EVENTS / EVENTS_PER_BATCH);
+  const traffic = new WebTraffic(start, PEOPLE, undefined, (DAYS * 86_400_000) / events);
+  const batches = Math.ceil(events / EVENTS_PER_BATCH);
   let next = 0;
   const started = performance.now();
   const sender = async () => {
@@ -354,9 +359,19 @@ async function runQueries(queryUrl: string): Promise<void> {
 
 /** How many active parts `events` is in. */
 async function eventsParts(queryUrl: string): Promise<number> {
-  const run = await timed(queryUrl, "SELECT count() FROM system.parts WHERE table = 'events' AND active");
+  return (await eventsLayout(queryUrl)).parts;
+}
+
+/** The active parts of `events`, its partitions (days), and how many of those are in one part (settled). */
+async function eventsLayout(queryUrl: string): Promise<{ parts: number; days: number; settled: number }> {
+  const run = await timed(
+    queryUrl,
+    `SELECT sum(n), count(), countIf(n = 1) FROM (
+       SELECT partition_id, count() AS n FROM system.parts WHERE table = 'events' AND active GROUP BY partition_id)`,
+  );
   if ("error" in run) throw new Error(run.error);
-  return Number((JSON.parse(run.answer) as [[number | string]])[0][0]);
+  const [parts, days, settled] = (JSON.parse(run.answer) as [[number | string, number | string, number | string]])[0];
+  return { parts: Number(parts), days: Number(days), settled: Number(settled) };
 }
 
 /**
@@ -391,7 +406,7 @@ async function resolvedTax(queryUrl: string, when: string): Promise<void> {
     "events FINAL": Infinity,
     events_resolved: Infinity,
   };
-  const before = await eventsParts(queryUrl);
+  const before = await eventsLayout(queryUrl);
   for (let round = 0; round < ROUNDS; round++) {
     for (const table of round % 2 === 0 ? tables : [...tables].reverse()) {
       const run = await timed(queryUrl, sql(table));
@@ -404,7 +419,7 @@ async function resolvedTax(queryUrl: string, when: string): Promise<void> {
     `  ${when}: unique persons a day over events_resolved ${fmt(best.events_resolved)} ms, over events ${fmt(best.events)} ms: ${ratio("events_resolved")} (target ≤ ×1.5)`,
   );
   console.log(
-    `    of which FINAL alone (over events FINAL ${fmt(best["events FINAL"])} ms): ${ratio("events FINAL")}; events in ${before} active parts before, ${await eventsParts(queryUrl)} after`,
+    `    of which FINAL alone (over events FINAL ${fmt(best["events FINAL"])} ms): ${ratio("events FINAL")}; events in ${before.parts} active parts (${before.settled} of ${before.days} days in one) before, ${await eventsParts(queryUrl)} after`,
   );
 }
 
@@ -447,6 +462,7 @@ export async function runQueriesBench(work: string): Promise<void> {
     MATERIALIZED_PROPERTIES: COLUMN_KEYS.join(","),
     MATERIALIZED_PERSON_PROPERTIES: PERSON_COLUMN_KEYS.join(","),
     PERSONS_ON_EVENTS: "1",
+    SETTLE_AFTER_S: String(SETTLE_AFTER_S),
   };
   const service = await startService(dataDir, settings);
   try {
@@ -458,7 +474,37 @@ export async function runQueriesBench(work: string): Promise<void> {
     await stop(service);
   }
   await squashed(dataDir, settings);
+  await settleCost(work, settings);
   await ingestCost(work);
+}
+
+/**
+ * What settling days costs the load: the rate of `EVENTS / 10` events over the same 30 days on fresh services with
+ * `SETTLE_AFTER_S` as above and 0 (days left to the engine's merges), A B B A.
+ */
+async function settleCost(work: string, settings: Record<string, string>): Promise<void> {
+  const events = Math.ceil(EVENTS / 10);
+  const rates: Record<string, number[]> = { settled: [], unsettled: [] };
+  for (const [i, variant] of (["settled", "unsettled", "unsettled", "settled"] as const).entries()) {
+    const service = await startService(join(work, `settle-${i}`), {
+      ...settings,
+      SETTLE_AFTER_S: variant === "settled" ? String(SETTLE_AFTER_S) : "0",
+    });
+    try {
+      const rate = await ingest(service.url, events);
+      const { parts, days, settled } = await eventsLayout(service.queryUrl!);
+      console.log(
+        `  ${fmt(events)} events over ${DAYS} days, SETTLE_AFTER_S=${variant === "settled" ? SETTLE_AFTER_S : 0}: ${fmt(rate)} events/s; ${parts} parts, ${settled} of ${days} days in one`,
+      );
+      rates[variant]!.push(rate);
+    } finally {
+      await stop(service);
+    }
+  }
+  const mean = (values: readonly number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
+  console.log(
+    `  ingest, days settled against not: ×${(mean(rates.settled!) / mean(rates.unsettled!)).toFixed(2)} (target ≥ ×0.90)`,
+  );
 }
 
 /**

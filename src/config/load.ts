@@ -23,6 +23,8 @@ export type ClickHouseConfig =
       /** Where the compiled executable unpacks its embedded engine (unused when run from source). */
       readonly nativeCacheDir: string;
       readonly fsync: Fsync;
+      /** Seconds without a new event after which a day of `events` is merged into one part (0: never forced). */
+      readonly settleAfterS: number;
     };
 
 /** The settings that together say where the data goes (clickhouse.ts), gathered into `Config.clickhouse`. */
@@ -85,6 +87,7 @@ export function loadConfig(env: Env = process.env): Config {
     clickhouseCluster,
     dataDir,
     fsync,
+    settleAfterS,
     chdbCacheDir,
     ...rest
   } = values as Settings;
@@ -92,7 +95,14 @@ export function loadConfig(env: Env = process.env): Config {
     ...rest,
     clickhouse:
       clickhouseUrl === undefined
-        ? { kind: "embedded", dataDir, database: clickhouseDatabase, nativeCacheDir: chdbCacheDir, fsync }
+        ? {
+            kind: "embedded",
+            dataDir,
+            database: clickhouseDatabase,
+            nativeCacheDir: chdbCacheDir,
+            fsync,
+            settleAfterS,
+          }
         : {
             kind: "server",
             url: clickhouseUrl,

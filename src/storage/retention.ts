@@ -6,8 +6,9 @@ import { literal } from "./sql";
  * Retention (`EVENTS_RETENTION_DAYS`; docs/operations.md#retention): events and sessions are kept so many days,
  * then dropped. Persons, links, identity facts, overrides and groups are never touched: only the two tables below.
  *
- * - At startup, the months of `events` that lie wholly before the retention are dropped whole (`DROP PARTITION`):
- *   their disk is free at once, and no merge reads them (a month the engine refuses is left to the TTL).
+ * - At startup, the partitions of `events` that lie wholly before the retention (UTC days; months in tables made
+ *   before schema version 10) are dropped whole (`DROP PARTITION`): their disk is free at once, and no merge reads
+ *   them (one the engine refuses is left to the TTL).
  * - Then each table gets a TTL of whole UTC days: the rows of a day go once that day ended `days` days ago (an
  *   event is kept at least `days` days). `toDate32`, because `toDate` and `toDateTime` wrap around outside
  *   1970–2149 and 1970–2106, and would date an event of 2200 (the contract takes 1900–2299) long expired.
@@ -15,9 +16,9 @@ import { literal } from "./sql";
  *   rows expire (reading the one column), where by default it rewrites every part of the table at once. Merges
  *   then apply it, as they do to new parts.
  * - `events` has `ttl_only_drop_parts`: the TTL drops a part once every row of it has expired, and never rewrites
- *   one to remove some of its rows (a partly expired month would be rewritten every day until its end). A month's
- *   parts all go together once the month is past, as the startup's `DROP PARTITION` would drop it, so no timer
- *   repeats that; a merge that rewrites a part anyway leaves its expired rows out.
+ *   one to remove some of its rows. A day's rows expire together, so its parts go whole once it is past, as the
+ *   startup's `DROP PARTITION` would drop it, and no timer repeats that. (A month partition's parts go once the
+ *   month is past; until then a merge that rewrites one anyway leaves its expired rows out.)
  * - `sessions` is not partitioned by time, so its parts hold sessions of every age and would never expire whole:
  *   its TTL removes rows (a session goes once its last event has), rewriting a part at most once a day.
  *
@@ -47,9 +48,9 @@ export interface RetentionChange {
   readonly table: string;
   /** The TTL set (as the engine prints it), `null` when one was removed; absent when it was left as it was. */
   readonly ttl?: string | null;
-  /** Months dropped whole (`202401`). */
+  /** Partitions dropped whole: days (`20240115`), or months (`202401`) in a table made before schema version 10. */
   readonly dropped: readonly string[];
-  /** Months past the retention not dropped, as the engine refused the first of them: the TTL drops their parts. */
+  /** Partitions past the retention not dropped, as the engine refused the first of them: the TTL drops their parts. */
   readonly left: readonly string[];
   /** Why the engine refused (over `max_partition_size_to_drop`, no `ALTER DELETE`, a node down). */
   readonly cause?: unknown;
@@ -61,12 +62,13 @@ export function retentionTtl(column: string, days: number): string {
 }
 
 /**
- * The first month (`YYYYMM`, as `events` names its partitions) that is not wholly past a retention of `days` days
- * at `now`: every month before it ended `days` days ago or more, so the TTL has expired all its rows.
+ * Whether a partition of `events` (a day, `YYYYMMDD`, or a month, `YYYYMM`) is wholly past a retention of `days` days
+ * at `now`: it ended `days` days ago or more, so the TTL has expired all its rows. The first day kept is the one
+ * `days` days back; a month goes once that day is in a later month.
  */
-export function firstKeptMonth(days: number, now: number): string {
-  const cutoff = new Date(now - days * 86_400_000);
-  return `${cutoff.getUTCFullYear()}${String(cutoff.getUTCMonth() + 1).padStart(2, "0")}`;
+export function whollyPast(partition: string, days: number, now: number): boolean {
+  const firstKept = new Date(now - days * 86_400_000).toISOString().slice(0, 10).replaceAll("-", "");
+  return partition < firstKept.slice(0, partition.length);
 }
 
 /**
@@ -87,45 +89,45 @@ export async function applyRetention(
   for (const spec of RETAINED) {
     const table = local(spec.name);
     const created = tables.find((row) => row.name === table)?.create_table_query ?? "";
-    // the months first: the TTL's computation then reads no part of them
-    const months =
+    // the partitions first: the TTL's computation then reads no part of them
+    const partitions =
       days !== undefined && spec.name === "events"
-        ? await dropMonths(db, table, firstKeptMonth(days, now))
+        ? await dropPartitions(db, table, (id) => whollyPast(id, days, now))
         : { dropped: [], left: [] };
     const ttl = await setTtl(db, table, spec, created, days);
-    if (ttl !== undefined || months.dropped.length + months.left.length > 0) {
-      changes.push({ table, ...(ttl !== undefined && { ttl }), ...months });
+    if (ttl !== undefined || partitions.dropped.length + partitions.left.length > 0) {
+      changes.push({ table, ...(ttl !== undefined && { ttl }), ...partitions });
     }
   }
   return changes;
 }
 
 /**
- * Drops the months of `table` (events) before `firstKept`, each whole, oldest first. The drop only frees the disk
- * sooner, since the TTL drops the parts of such a month too: so a refusal does not stop the start, and the months from
- * the refused one on are left to the TTL (one refusal, one wait: on a cluster, a node down holds DDL for
- * `distributed_ddl_task_timeout`).
+ * Drops the partitions of `table` (events) that are wholly `past`, each whole, oldest first. The drop only frees the
+ * disk sooner, since the TTL drops the parts of such a partition too: so a refusal does not stop the start, and the
+ * partitions from the refused one on are left to the TTL (one refusal, one wait: on a cluster, a node down holds DDL
+ * for `distributed_ddl_task_timeout`).
  */
-async function dropMonths(
+async function dropPartitions(
   db: ClickHouse,
   table: string,
-  firstKept: string,
+  past: (partition: string) => boolean,
 ): Promise<Pick<RetentionChange, "dropped" | "left" | "cause">> {
   const rows = await db.rows<{ partition_id: string }>(
     `SELECT DISTINCT partition_id FROM system.parts WHERE database = ${literal(db.database)} AND table = ${literal(table)}
-     AND active AND rows > 0 AND partition_id < ${literal(firstKept)} ORDER BY partition_id`,
+     AND active AND rows > 0 ORDER BY partition_id`,
   );
-  const months = rows.map((row) => row.partition_id).filter((month) => /^\d{6}$/.test(month));
+  const partitions = rows.map((row) => row.partition_id).filter((id) => /^\d{6}(\d{2})?$/.test(id) && past(id));
   const dropped: string[] = [];
-  for (const month of months) {
+  for (const partition of partitions) {
     try {
       await db.command(
-        `ALTER TABLE ${db.table(table)}${onClusterClause(db.cluster)} DROP PARTITION ID ${literal(month)}`,
+        `ALTER TABLE ${db.table(table)}${onClusterClause(db.cluster)} DROP PARTITION ID ${literal(partition)}`,
       );
     } catch (cause) {
-      return { dropped, left: months.slice(dropped.length), cause };
+      return { dropped, left: partitions.slice(dropped.length), cause };
     }
-    dropped.push(month);
+    dropped.push(partition);
   }
   return { dropped, left: [] };
 }

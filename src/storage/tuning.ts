@@ -1,4 +1,4 @@
-import type { Fsync } from "../config";
+import type { ClickHouseConfig, Fsync } from "../config";
 import { lowerMergePriority } from "../engine";
 import type { ClickHouse } from "./clickhouse";
 import { TABLES } from "./schema";
@@ -15,16 +15,29 @@ import { TABLES } from "./schema";
  * - `events` and `sessions`, which take a part with every flush, merge at most 4 parts at a time instead of up
  *   to 100: a merge holds read and write buffers for every column of every part it merges, so this lowers the
  *   peak memory under load at the same rate.
+ * - `events` merges a day (a partition) into one part once no part of it is younger than `SETTLE_AFTER_S`
+ *   (`min_age_to_force_merge_seconds`, whole partitions only). `events_resolved` reads `events` with `FINAL`, which
+ *   merges the copies of every day held in several parts, whatever the copies: the days still written cost it that,
+ *   a settled day nothing (docs/analytics.md#the-copies). The engine's own merges do not get there: idle, the
+ *   embedded engine starts none, and they leave a day in several parts of like size. Each day is written once
+ *   more when it settles, and again after a later event for it (a late one: an SDK's retry, an offline queue)
+ *   once that is as old: a part of a few events, which `FINAL` reads cheaply, until then.
  * - `persons`, `person_distinct_ids` and `identity_facts`, which also take a part with every flush but stay small,
  *   wait for more parts before a merge rewrites their largest (`merge_selector_base` 20, default 5). The engine
  *   counts every part as at least 5 MiB when it chooses merges, so a table smaller than that looks like parts of
  *   equal size, and with the default it was rewritten whole every one or two flushes (`persons` at merge level
  *   150–190 after 300 flushes; docs/architecture.md#the-embedded-engine).
  */
-export function embeddedTableSettings(fsync: Fsync): Readonly<Record<string, Readonly<Record<string, number>>>> {
-  const common = { concurrent_part_removal_threshold: 1_000_000_000, ...FSYNC_SETTINGS[fsync] };
+export function embeddedTableSettings(
+  engine: EmbeddedConfig,
+): Readonly<Record<string, Readonly<Record<string, number>>>> {
+  const common = { concurrent_part_removal_threshold: 1_000_000_000, ...FSYNC_SETTINGS[engine.fsync] };
   const own: Readonly<Record<string, Readonly<Record<string, number>>>> = {
-    events: { max_parts_to_merge_at_once: 4 },
+    events: {
+      max_parts_to_merge_at_once: 4,
+      min_age_to_force_merge_seconds: engine.settleAfterS,
+      min_age_to_force_merge_on_partition_only: 1,
+    },
     sessions: { max_parts_to_merge_at_once: 4 },
     persons: FEWER_REWRITES,
     person_distinct_ids: FEWER_REWRITES,
@@ -32,6 +45,8 @@ export function embeddedTableSettings(fsync: Fsync): Readonly<Record<string, Rea
   };
   return Object.fromEntries(TABLES.map(({ name }) => [name, { ...common, ...own[name] }]));
 }
+
+type EmbeddedConfig = Extract<ClickHouseConfig, { kind: "embedded" }>;
 
 const FEWER_REWRITES = { merge_selector_base: 20 } as const;
 
@@ -49,8 +64,8 @@ const FSYNC_SETTINGS: Readonly<Record<Fsync, Readonly<Record<string, number>>>> 
 };
 
 /** Applies the table settings to the schema's tables (which must exist), and lowers the merge threads' priority. */
-export async function tuneEmbeddedEngine(db: ClickHouse, fsync: Fsync): Promise<void> {
-  for (const [table, settings] of Object.entries(embeddedTableSettings(fsync))) {
+export async function tuneEmbeddedEngine(db: ClickHouse, engine: EmbeddedConfig): Promise<void> {
+  for (const [table, settings] of Object.entries(embeddedTableSettings(engine))) {
     const assignments = Object.entries(settings).map(([name, value]) => `${name} = ${value}`);
     await db.command(`ALTER TABLE ${db.table(table)} MODIFY SETTING ${assignments.join(", ")}`);
   }

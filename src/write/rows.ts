@@ -51,14 +51,14 @@ export function eventRow(event: CapturedEvent, personId: string, person?: Person
 /** ClickHouse refuses an insert whose rows fall into more partitions than this (`max_partitions_per_insert_block`). */
 const MAX_PARTITIONS_PER_INSERT = 100;
 
-/** The `events` partition a row falls into: `toYYYYMM(timestamp)`. */
+/** The `events` partition a row falls into: its UTC day (`toYYYYMMDD(timestamp)`; a month's tables count fewer). */
 function eventPartition(row: EventRow): string {
-  return row.timestamp.slice(0, 7);
+  return row.timestamp.slice(0, 10);
 }
 
 /**
  * Splits event rows into inserts of at most `MAX_PARTITIONS_PER_INSERT` partitions each, so a historical batch
- * spanning decades is written, not refused. Ordinary batches (a month or two) stay one insert, in order.
+ * spanning months is written, not refused. Ordinary batches (a day or two) stay one insert, in order.
  */
 export function eventInserts(rows: readonly EventRow[]): EventRow[][] {
   // counted before grouping: grouping every flush's rows cost a tenth of the JavaScript thread's time under load

@@ -123,7 +123,7 @@ export class Storage implements EventSink {
       db.setConsistency(await consistencyOf(db));
       for (const change of await applyRetention(db, options.retentionDays)) observer?.retained(change);
       if (options.clickhouse.kind === "embedded") {
-        await tuneEmbeddedEngine(db, options.clickhouse.fsync);
+        await tuneEmbeddedEngine(db, options.clickhouse);
         eventsDb = await ClickHouse.connect(options.clickhouse);
       }
       await fillOverrides(db); // a database written before person_overrides existed

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { loadConfig } from "../../src/config";
 import type { ClickHouse } from "../../src/storage/clickhouse";
-import { firstKeptMonth, type RetentionChange, retentionTtl } from "../../src/storage/retention";
+import { type RetentionChange, retentionTtl, whollyPast } from "../../src/storage/retention";
 import { schemaObjects } from "../../src/storage/schema";
 import { literal } from "../../src/storage/sql";
 import type { StorageObserver } from "../../src/telemetry";
@@ -38,7 +38,7 @@ function retentionLog(): { observer: StorageObserver; changes: RetentionChange[]
 }
 
 const iso = (at: number) => new Date(at).toISOString();
-const month = (at: number) => iso(at).slice(0, 7).replace("-", "");
+const day = (at: number) => iso(at).slice(0, 10).replaceAll("-", "");
 const statement = async (db: ClickHouse, table: string) =>
   (await db.rows<{ statement: string }>(`SHOW CREATE TABLE ${db.table(table)}`))[0]!.statement;
 const sessionIds = async (db: ClickHouse) =>
@@ -47,7 +47,7 @@ const sessionIds = async (db: ClickHouse) =>
   );
 
 describe("EVENTS_RETENTION_DAYS", () => {
-  test("drops the months wholly past it at once, sets a TTL for the rest, never touches persons or links; unset, removes the TTL", async () => {
+  test("drops the days wholly past it at once, sets a TTL for the rest, never touches persons or links; unset, removes the TTL", async () => {
     // P, a month about two months back: its first day is past the retention, its last day is not
     const now = Date.now();
     const back = new Date(now - 60 * DAY);
@@ -101,12 +101,12 @@ describe("EVENTS_RETENTION_DAYS", () => {
         const eventsTtl = retentionTtl("timestamp", days);
         const sessionsTtl = retentionTtl("max_timestamp", days);
         expect(changes).toEqual([
-          { table: "events", ttl: eventsTtl, dropped: [month(old)], left: [] },
+          { table: "events", ttl: eventsTtl, dropped: [day(old), day(first)], left: [] },
           { table: "sessions", ttl: sessionsTtl, dropped: [], left: [] },
         ]);
-        // the old month is gone at once, parts and all
+        // the old days are gone at once, parts and all
         const parts = await db.rows(
-          `SELECT name FROM system.parts WHERE database = ${literal(database)} AND table = 'events' AND partition_id = ${literal(month(old))} AND active`,
+          `SELECT name FROM system.parts WHERE database = ${literal(database)} AND table = 'events' AND partition_id IN (${literal(day(old))}, ${literal(day(first))}) AND active`,
         );
         expect(parts).toEqual([]);
         expect(await statement(db, "events")).toContain(`\nTTL ${eventsTtl}\n`);
@@ -114,10 +114,8 @@ describe("EVENTS_RETENTION_DAYS", () => {
         expect(await statement(db, "sessions")).toContain(`\nTTL ${sessionsTtl}\n`);
         expect(await statement(db, "sessions")).not.toMatch(/ttl_only_drop_parts/);
 
-        // P is partly expired: the TTL drops no part of it until every row is past; a merge leaves the expired out
-        const inP = `toYYYYMM(timestamp) = ${month(first)}`;
-        expect(await count(db, "events", inP)).toBe(2);
-        await db.command(`OPTIMIZE TABLE ${db.table("events")} PARTITION ID ${literal(month(first))} FINAL`);
+        // of P, the last day is kept whole (a day's rows expire together: no merge is needed to remove some)
+        const inP = `toYYYYMM(timestamp) = ${day(first).slice(0, 6)}`;
         const kept = await db.rows<{ at: string }>(
           `SELECT toString(timestamp) AS at FROM ${db.table("events")} WHERE ${inP}`,
         );
@@ -183,13 +181,21 @@ describe("EVENTS_RETENTION_DAYS", () => {
   });
 });
 
-describe("the retention's months", () => {
-  test("a month is dropped once its last day ended the retention's days ago, as the TTL's day would expire it", () => {
+describe("the retention's partitions", () => {
+  test("a day or a month is dropped once its last day ended the retention's days ago, as the TTL's day would expire it", () => {
     const now = Date.UTC(2026, 10, 26, 9); // 26 November 2026
-    expect(firstKeptMonth(25, now)).toBe("202611"); // 31 October + 26 days = 26 November: October is past
-    expect(firstKeptMonth(26, now)).toBe("202610");
-    expect(firstKeptMonth(30, now)).toBe("202610");
-    expect(firstKeptMonth(400, now)).toBe("202510");
+    // a day: 31 October + 26 days = 26 November, so it is past at 25 days, not at 26
+    expect(whollyPast("20261031", 25, now)).toBe(true);
+    expect(whollyPast("20261031", 26, now)).toBe(false);
+    expect(whollyPast("20261101", 25, now)).toBe(false);
+    expect(whollyPast("20251024", 397, now)).toBe(true);
+    expect(whollyPast("20251025", 397, now)).toBe(false);
+    // a month (tables made before schema version 10): the same for its last day
+    expect(whollyPast("202610", 25, now)).toBe(true);
+    expect(whollyPast("202610", 26, now)).toBe(false);
+    expect(whollyPast("202610", 30, now)).toBe(false);
+    expect(whollyPast("202509", 400, now)).toBe(true);
+    expect(whollyPast("202510", 400, now)).toBe(false);
     expect(retentionTtl("timestamp", 25)).toBe("toDate32(timestamp) + toIntervalDay(26)");
   });
 });

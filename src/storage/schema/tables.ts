@@ -44,7 +44,9 @@ const POINT_LOOKUPS = "SETTINGS index_granularity = 1024";
  *   (docs/analytics.md#property-columns). `person_properties` and
  *   `person_created_at` (`PERSONS_ON_EVENTS=1`; else empty) are the event's person as its flush left it, as
  *   PostHog stores them: a breakdown by a person property reads no other table, and `pmat_<key>`
- *   (`MATERIALIZED_PERSON_PROPERTIES`) holds a key of them as `mat_<key>` holds one of `properties`.
+ *   (`MATERIALIZED_PERSON_PROPERTIES`) holds a key of them as `mat_<key>` holds one of `properties`. Partitions
+ *   are UTC days (months in tables made before schema version 10): a day no longer written to settles into one
+ *   part, which `FINAL` reads as it is (storage/tuning.ts), and retention drops days whole.
  * - `persons` and `person_distinct_ids` keep every version and collapse to the highest `version` (FINAL, or
  *   argMax). `is_deleted` is a plain column, so a merged-away person still shows in FINAL, marked deleted.
  *   The bloom filter finds a person's distinct IDs without scanning the table (needed for merges).
@@ -89,7 +91,7 @@ export const TABLES: readonly TableSpec[] = [
     },
     engine: "ReplacingMergeTree",
     engineArgs: "created_at",
-    keys: `PARTITION BY toYYYYMM(timestamp)
+    keys: `PARTITION BY toYYYYMMDD(timestamp)
     ORDER BY (toDate(timestamp), event, cityHash64(distinct_id), cityHash64(uuid))`,
     placement: { kind: "sharded", by: "cityHash64(distinct_id)" },
   },
@@ -208,11 +210,11 @@ export const KEEPER_PATHS = {
  * `npm run bench queries` (bench/README.md#queries):
  *
  * - `FINAL`: an event stored twice (a retry) is read once, the newest copy, as merges will leave it. The engine
- *   merges only the ranges of the sorting key that two parts (or an unmerged part) hold, so a month merged into one
- *   part reads as without `FINAL`; where parts overlap (the days still being written) it reads the key columns and
- *   merges them. A copy is always in the month of its first (the sorting key starts with the date, which the
- *   partition is a function of), so partitions are merged apart (`do_not_merge_across_partitions_select_final`,
- *   which recent servers decide by themselves): one merged into a single part is read as it is.
+ *   merges only the ranges of the sorting key that two parts (or an unmerged part) hold: a day in one part reads as
+ *   without `FINAL`, a day in several (being written, or not yet settled) is read through its key columns and
+ *   merged. A copy is always in the day of its first (the partition is the date the sorting key starts with), so
+ *   partitions are merged apart (`do_not_merge_across_partitions_select_final`, which recent servers decide by
+ *   themselves), and the days the engine settled into one part each (storage/tuning.ts) cost a query nothing.
  * - The person: an event keeps the person it was stored with until a squash rewrites it (write/squash.ts); once
  *   that person is merged away, an override names the one it went to. Only the overrides written since the last
  *   squash can name a person some event still holds, so only their persons are joined: the newest override of each

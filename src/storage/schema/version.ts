@@ -5,4 +5,4 @@
  * an older schema is brought up to date at startup as any older database is, a newer one may hold what this version
  * cannot read.
  */
-export const SCHEMA_VERSION = 9;
+export const SCHEMA_VERSION = 10;

@@ -163,13 +163,17 @@ describe.skipIf(Boolean(process.env.CLICKHOUSE_URL))("a data directory written b
         "sessions",
         "sessions_mv",
       ]);
-      // the service rewrites no table: events stays partitioned by month, where a new one is by day
+      // the service rewrites no table: events stays partitioned by month, where a new one is by day, and is not
+      // settled (its month being written would be rewritten after every quiet hour)
       const events = (rows: Row[]) => String(rows.find((row) => row.object === "events")?.engine_full);
       expect(events(upgraded)).toContain("PARTITION BY toYYYYMM(timestamp) ORDER BY");
+      expect(events(upgraded)).toContain("min_age_to_force_merge_seconds = 0,");
       expect(events(fresh)).toContain("PARTITION BY toYYYYMMDD(timestamp) ORDER BY");
-      const byDay = upgraded.map((row) =>
-        row.object === "events" ? { ...row, engine_full: events(upgraded).replace("toYYYYMM(", "toYYYYMMDD(") } : row,
-      );
+      expect(events(fresh)).toContain("min_age_to_force_merge_seconds = 3600,");
+      const asNew = events(upgraded)
+        .replace("toYYYYMM(", "toYYYYMMDD(")
+        .replace("min_age_to_force_merge_seconds = 0,", "min_age_to_force_merge_seconds = 3600,");
+      const byDay = upgraded.map((row) => (row.object === "events" ? { ...row, engine_full: asNew } : row));
       expect(byDay).toEqual(fresh);
       await db.command(`DROP DATABASE \`${db.database}\``);
     } finally {

@@ -72,7 +72,7 @@ export async function tuneEmbeddedEngine(db: ClickHouse, engine: EmbeddedConfig)
   const [events] = await db.rows<{ key: string }>(
     `SELECT partition_key AS key FROM system.tables WHERE database = ${literal(db.database)} AND name = 'events'`,
   );
-  const byDay = events?.key === "toYYYYMMDD(timestamp)";
+  const byDay = events?.key.includes("toYYYYMMDD(timestamp)") === true;
   for (const [table, settings] of Object.entries(embeddedTableSettings(engine, byDay))) {
     const assignments = Object.entries(settings).map(([name, value]) => `${name} = ${value}`);
     await db.command(`ALTER TABLE ${db.table(table)} MODIFY SETTING ${assignments.join(", ")}`);

@@ -51,9 +51,13 @@ export function eventRow(event: CapturedEvent, personId: string, person?: Person
 /** ClickHouse refuses an insert whose rows fall into more partitions than this (`max_partitions_per_insert_block`). */
 const MAX_PARTITIONS_PER_INSERT = 100;
 
-/** The `events` partition a row falls into: its UTC day (`toYYYYMMDD(timestamp)`; a month's tables count fewer). */
-function eventPartition(row: EventRow): string {
-  return row.timestamp.slice(0, 10);
+/**
+ * The `events` partition a row falls into (`EVENTS_PARTITION`): its UTC day from 2020 to 2059, else its month. A
+ * table made before schema version 10 is by month, so it counts fewer, never more.
+ */
+export function eventPartition(row: { readonly timestamp: string }): string {
+  const year = row.timestamp.slice(0, 4);
+  return row.timestamp.slice(0, year >= "2020" && year <= "2059" ? 10 : 7);
 }
 
 /**

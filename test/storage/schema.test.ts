@@ -6,6 +6,7 @@ import { createSchema, SESSIONS_SET_ASIDE, schemaObjects } from "../../src/stora
 import { ENTRY_PROPERTIES, SESSION_COLUMNS, UTC_MICROS } from "../../src/storage/schema/sessions";
 import { literal } from "../../src/storage/sql";
 import { Storage, storageOptions } from "../../src/write";
+import { eventPartition } from "../../src/write/rows";
 import { captured } from "../helpers/captured";
 import { count, createTableQuery } from "../helpers/rows";
 import { clickhouseEnv, openDb, send, startService, type TestService, uniqueDatabase } from "../helpers/service";
@@ -82,6 +83,45 @@ describe("schema", () => {
       await db.command(`DROP DATABASE \`${config.clickhouse.database}\``);
       await db.close();
     }
+  });
+});
+
+describe("the partitions of events", () => {
+  test("a day from 2020 to 2059, a month before and after, as the writer splits inserts; made-up dates make few", async () => {
+    const at = [
+      "1900-01-01T00:00:00Z",
+      "2019-12-31T23:59:59.999999Z",
+      "2020-01-01T00:00:00Z",
+      "2026-11-27T12:00:00Z",
+      "2059-12-31T23:59:59.999999Z",
+      "2060-01-01T00:00:00Z",
+      "2299-12-31T23:59:59Z",
+    ];
+    // and what a client making up dates sends: a day each over 1,000 days of 1950–1952 and of 2100–2102
+    const madeUp = [1950, 2100].flatMap((year) =>
+      Array.from({ length: 1_000 }, (_, i) => new Date(Date.UTC(year, 0, 1 + i)).toISOString()),
+    );
+    const batch = [...at, ...madeUp].map((timestamp, i) => ({ event: "dated", distinct_id: `d-${i}`, timestamp }));
+    const sent = await send(service, { api_key: KEY, batch });
+    expect(sent.status).toBe(200);
+    const rows = await service.db.rows<{ at: string; partition: string }>(
+      `SELECT toString(timestamp) AS at, _partition_id AS partition FROM ${service.db.table("events")}
+       WHERE event = 'dated' AND distinct_id IN (${at.map((_, i) => literal(`d-${i}`)).join(", ")}) ORDER BY timestamp`,
+    );
+    expect(rows.map((row) => row.partition)).toEqual([
+      "190001",
+      "201912",
+      "20200101",
+      "20261127",
+      "20591231",
+      "206001",
+      "229912",
+    ]);
+    for (const row of rows) expect(eventPartition({ timestamp: row.at }).replaceAll("-", "")).toBe(row.partition);
+    const [partitions] = await service.db.rows<{ n: string }>(
+      `SELECT toString(uniqExact(_partition_id)) AS n FROM ${service.db.table("events")} WHERE event = 'dated'`,
+    );
+    expect(Number(partitions!.n)).toBe(7 + 2 * 33); // 2,000 days made up: 33 months each time
   });
 });
 

@@ -1,9 +1,9 @@
 import { describe, expect, test } from "bun:test";
-import { type EventRow, eventInserts } from "../../src/write/rows";
+import { type EventRow, eventInserts, eventPartition } from "../../src/write/rows";
 
-/** A row whose timestamp falls on the UTC day `daysAfter2000` days after 1 January 2000. */
-function rowOn(daysAfter2000: number, uuid: string): EventRow {
-  const day = new Date(Date.UTC(2000, 0, 1 + daysAfter2000)).toISOString().slice(0, 10);
+/** A row whose timestamp falls on the UTC day `daysAfter2026` days after 1 January 2026. */
+function rowOn(daysAfter2026: number, uuid: string): EventRow {
+  const day = new Date(Date.UTC(2026, 0, 1 + daysAfter2026)).toISOString().slice(0, 10);
   return { uuid, timestamp: `${day} 12:00:00.000000` } as EventRow;
 }
 
@@ -28,5 +28,13 @@ describe("eventInserts", () => {
         .map((row) => row.uuid)
         .sort(),
     ).toEqual(rows.map((row) => row.uuid).sort());
+  });
+
+  test("a row's partition: its day from 2020 to 2059, its month before and after", () => {
+    const of = (timestamp: string) => eventPartition({ timestamp });
+    expect(of("2019-12-31 23:59:59.999999")).toBe("2019-12");
+    expect(of("2020-01-01 00:00:00.000000")).toBe("2020-01-01");
+    expect(of("2059-12-31 23:59:59.999999")).toBe("2059-12-31");
+    expect(of("2060-01-01 00:00:00.000000")).toBe("2060-01");
   });
 });

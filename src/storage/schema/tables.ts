@@ -32,6 +32,15 @@ interface TableSpec {
 const POINT_LOOKUPS = "SETTINGS index_granularity = 1024";
 
 /**
+ * The partition of an event: its UTC day from 2020 to 2059, its month before and after. Days are what `FINAL`
+ * and retention want (storage/tuning.ts); months bound what made-up dates can make: a client may send any time
+ * from 1900 to 2299, and a partition a day would let it make 146,000 partitions (the engine refuses inserts past
+ * 100,000 parts in a table), where these allow some 19,000. `write/rows.ts` computes the same in JavaScript.
+ */
+export const EVENTS_PARTITION =
+  "if(toYear(timestamp) BETWEEN 2020 AND 2059, toYYYYMMDD(timestamp), toYYYYMM(timestamp))";
+
+/**
  * - `events` follows PostHog's layout. ReplacingMergeTree on a key that ends in the event's uuid, so a retried
  *   event (same uuid, timestamp, name and distinct ID) collapses to one row; the newest copy wins. On a cluster
  *   it is sharded by distinct ID, so a retried event lands on the shard that holds its first copy. `geoip` holds
@@ -45,8 +54,8 @@ const POINT_LOOKUPS = "SETTINGS index_granularity = 1024";
  *   `person_created_at` (`PERSONS_ON_EVENTS=1`; else empty) are the event's person as its flush left it, as
  *   PostHog stores them: a breakdown by a person property reads no other table, and `pmat_<key>`
  *   (`MATERIALIZED_PERSON_PROPERTIES`) holds a key of them as `mat_<key>` holds one of `properties`. Partitions
- *   are UTC days (months in tables made before schema version 10): a day no longer written to settles into one
- *   part, which `FINAL` reads as it is (storage/tuning.ts), and retention drops days whole.
+ *   are UTC days (`EVENTS_PARTITION`; months in tables made before schema version 10): a day no longer written to
+ *   settles into one part, which `FINAL` reads as it is (storage/tuning.ts), and retention drops days whole.
  * - `persons` and `person_distinct_ids` keep every version and collapse to the highest `version` (FINAL, or
  *   argMax). `is_deleted` is a plain column, so a merged-away person still shows in FINAL, marked deleted.
  *   The bloom filter finds a person's distinct IDs without scanning the table (needed for merges).
@@ -91,7 +100,7 @@ export const TABLES: readonly TableSpec[] = [
     },
     engine: "ReplacingMergeTree",
     engineArgs: "created_at",
-    keys: `PARTITION BY toYYYYMMDD(timestamp)
+    keys: `PARTITION BY ${EVENTS_PARTITION}
     ORDER BY (toDate(timestamp), event, cityHash64(distinct_id), cityHash64(uuid))`,
     placement: { kind: "sharded", by: "cityHash64(distinct_id)" },
   },

@@ -80,15 +80,6 @@ export const CLICKHOUSE = {
     refusedElsewhere:
       "FSYNC applies to the embedded engine; with CLICKHOUSE_URL the server's own settings decide (fsync_after_insert)",
   }),
-  settleAfterS: setting({
-    env: "SETTLE_AFTER_S",
-    parse: type("string.integer.parse").to("0 <= number.integer <= 604800"),
-    default: 3600,
-    help: "How long a day of events (a partition of `events`) takes no new event before the embedded engine merges it into one part, which `events_resolved` reads without merging copies (0: leave it to the engine's own merges; docs/analytics.md#the-copies).",
-    backend: "embedded",
-    refusedElsewhere:
-      "SETTLE_AFTER_S applies to the embedded engine; on a server, set min_age_to_force_merge_seconds on events (docs/operations.md#settling-days)",
-  }),
   chdbCacheDir: setting({
     env: "CHDB_CACHE_DIR",
     parse: path,

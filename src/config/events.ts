@@ -44,6 +44,13 @@ export const EVENTS = {
     help: "`1`: move each `timestamp` by the client clock's error that `sent_at` shows, as PostHog does. `0`: store timestamps as sent.",
     backend: "any",
   }),
+  settleAfterS: setting({
+    env: "SETTLE_AFTER_S",
+    parse: type("string.integer.parse").to("0 <= number.integer <= 604800"),
+    default: 3600,
+    help: "How long a day of events (a partition of `events`) takes no new event before it is merged into one part, which `events_resolved` reads without merging copies (0: never; not on a cluster; docs/analytics.md#the-copies).",
+    backend: "any",
+  }),
   typedProperties: setting({
     env: "TYPED_PROPERTIES",
     parse: flag,

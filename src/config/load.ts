@@ -23,8 +23,6 @@ export type ClickHouseConfig =
       /** Where the compiled executable unpacks its embedded engine (unused when run from source). */
       readonly nativeCacheDir: string;
       readonly fsync: Fsync;
-      /** Seconds without a new event after which a day of `events` is merged into one part (0: never forced). */
-      readonly settleAfterS: number;
     };
 
 /** The settings that together say where the data goes (clickhouse.ts), gathered into `Config.clickhouse`. */
@@ -87,7 +85,6 @@ export function loadConfig(env: Env = process.env): Config {
     clickhouseCluster,
     dataDir,
     fsync,
-    settleAfterS,
     chdbCacheDir,
     ...rest
   } = values as Settings;
@@ -95,14 +92,7 @@ export function loadConfig(env: Env = process.env): Config {
     ...rest,
     clickhouse:
       clickhouseUrl === undefined
-        ? {
-            kind: "embedded",
-            dataDir,
-            database: clickhouseDatabase,
-            nativeCacheDir: chdbCacheDir,
-            fsync,
-            settleAfterS,
-          }
+        ? { kind: "embedded", dataDir, database: clickhouseDatabase, nativeCacheDir: chdbCacheDir, fsync }
         : {
             kind: "server",
             url: clickhouseUrl,

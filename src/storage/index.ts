@@ -35,6 +35,7 @@ export { applyRetention, type RetentionChange } from "./retention";
 export {
   consistencyOf,
   createSchema,
+  eventPartition,
   onClusterClause,
   SchemaError,
   type SchemaOptions,

@@ -2,7 +2,6 @@ import type { ClickHouseConfig, Fsync } from "../config";
 import { lowerMergePriority } from "../engine";
 import type { ClickHouse } from "./clickhouse";
 import { TABLES } from "./schema";
-import { literal } from "./sql";
 
 /**
  * The embedded engine's policy for the parts of each table, and for its merge threads. Only the embedded engine
@@ -16,15 +15,6 @@ import { literal } from "./sql";
  * - `events` and `sessions`, which take a part with every flush, merge at most 4 parts at a time instead of up
  *   to 100: a merge holds read and write buffers for every column of every part it merges, so this lowers the
  *   peak memory under load at the same rate.
- * - `events` merges a day (a partition) into one part once no part of it is younger than `SETTLE_AFTER_S`
- *   (`min_age_to_force_merge_seconds`, whole partitions only). `events_resolved` reads `events` with `FINAL`, which
- *   merges the copies of every day held in several parts, whatever the copies: the days still written cost it that,
- *   a settled day nothing (docs/analytics.md#the-copies). The engine's own merges do not get there: idle, the
- *   embedded engine starts none, and they leave a day in several parts of like size. Each day is written once
- *   more when it settles, and again after a later event for it (a late one: an SDK's retry, an offline queue)
- *   once that is as old: a part of a few events, which `FINAL` reads cheaply, until then. An `events` partitioned
- *   by month (made before schema version 10) is not settled: its month being written would be rewritten whole
- *   after every hour without an event.
  * - `persons`, `person_distinct_ids` and `identity_facts`, which also take a part with every flush but stay small,
  *   wait for more parts before a merge rewrites their largest (`merge_selector_base` 20, default 5). The engine
  *   counts every part as at least 5 MiB when it chooses merges, so a table smaller than that looks like parts of
@@ -33,15 +23,10 @@ import { literal } from "./sql";
  */
 export function embeddedTableSettings(
   engine: EmbeddedConfig,
-  eventsByDay = true,
 ): Readonly<Record<string, Readonly<Record<string, number>>>> {
   const common = { concurrent_part_removal_threshold: 1_000_000_000, ...FSYNC_SETTINGS[engine.fsync] };
   const own: Readonly<Record<string, Readonly<Record<string, number>>>> = {
-    events: {
-      max_parts_to_merge_at_once: 4,
-      min_age_to_force_merge_seconds: eventsByDay ? engine.settleAfterS : 0,
-      min_age_to_force_merge_on_partition_only: 1,
-    },
+    events: { max_parts_to_merge_at_once: 4 },
     sessions: { max_parts_to_merge_at_once: 4 },
     persons: FEWER_REWRITES,
     person_distinct_ids: FEWER_REWRITES,
@@ -69,11 +54,7 @@ const FSYNC_SETTINGS: Readonly<Record<Fsync, Readonly<Record<string, number>>>> 
 
 /** Applies the table settings to the schema's tables (which must exist), and lowers the merge threads' priority. */
 export async function tuneEmbeddedEngine(db: ClickHouse, engine: EmbeddedConfig): Promise<void> {
-  const [events] = await db.rows<{ key: string }>(
-    `SELECT partition_key AS key FROM system.tables WHERE database = ${literal(db.database)} AND name = 'events'`,
-  );
-  const byDay = events?.key.includes("toYYYYMMDD(timestamp)") === true;
-  for (const [table, settings] of Object.entries(embeddedTableSettings(engine, byDay))) {
+  for (const [table, settings] of Object.entries(embeddedTableSettings(engine))) {
     const assignments = Object.entries(settings).map(([name, value]) => `${name} = ${value}`);
     await db.command(`ALTER TABLE ${db.table(table)} MODIFY SETTING ${assignments.join(", ")}`);
   }

@@ -35,6 +35,7 @@ export {
   type RequestObserver,
   type Route,
   requestObserver,
+  type Settled,
   SLOW_FLUSH_SECONDS,
   type Squashed,
   type StorageObserver,

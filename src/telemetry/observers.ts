@@ -59,6 +59,10 @@ export interface StorageObserver {
   squashed(squash: Squashed): void;
   /** A squash failed; the next one tries again. */
   squashFailed(error: unknown): void;
+  /** Days of events were merged into one part each (`SETTLE_AFTER_S`). */
+  settled(settle: Settled): void;
+  /** Settling failed; the next look tries again. */
+  settleFailed(error: unknown): void;
   /** A missing column was added at startup, or an enum column widened. */
   schemaRepaired(table: string, column: string, type: string): void;
   /** A table of an older layout is being made again from events at startup, or is done. */
@@ -189,6 +193,12 @@ export interface Squashed {
   readonly seconds: number;
 }
 
+/** Days of events settled: their partition ids (`YYYYMMDD`), and how long it took. */
+export interface Settled {
+  readonly days: readonly string[];
+  readonly seconds: number;
+}
+
 /** What an operator does about a table's refusal, by ClickHouse's error. */
 const FIXES: Readonly<Record<string, string>> = {
   VIOLATED_CONSTRAINT: "drop the constraint (ALTER TABLE … DROP CONSTRAINT)",
@@ -244,6 +254,12 @@ export function storageObserver(log: Logger, metrics: Metrics): StorageObserver 
     },
     squashFailed(error) {
       log.error("squash failed", { cause: describeError(error) });
+    },
+    settled({ days, seconds }) {
+      log.info("days settled", { days, seconds });
+    },
+    settleFailed(error) {
+      log.error("settling days failed", { cause: describeError(error) });
     },
     schemaRepaired(table, column, type) {
       log.warn("schema repaired: a column was added or widened", { table, column, type });

@@ -2,6 +2,7 @@ import type { ClickHouseConfig, Config } from "../config";
 import type { IdentityOptions } from "../identity";
 import type { SchemaOptions } from "../storage";
 import { REPAIR_BATCH_IDS, REPAIR_SETTLE_MS } from "./repair";
+import type { SettleOptions } from "./settle";
 import type { SquashOptions } from "./squash";
 
 export interface StorageOptions {
@@ -21,6 +22,8 @@ export interface StorageOptions {
   readonly repairSettleMs: number;
   /** When merges are squashed (`SQUASH_INTERVAL_S`, `SQUASH_GRACE_S`). */
   readonly squash: SquashOptions;
+  /** When days of events are settled into one part (`SETTLE_AFTER_S`). */
+  readonly settle: SettleOptions;
   /** The materialized columns `events` has: `properties_typed`, property and person property columns. */
   readonly schema: SchemaOptions;
   /** Days events and sessions are kept (`EVENTS_RETENTION_DAYS`); none: every one. */
@@ -48,6 +51,7 @@ export function storageOptions(config: Config): StorageOptions {
     repairBatchIds: REPAIR_BATCH_IDS,
     repairSettleMs: REPAIR_SETTLE_MS,
     squash: { intervalMs: config.squashIntervalS * 1000, graceMs: config.squashGraceS * 1000 },
+    settle: { afterMs: config.settleAfterS * 1000 },
     schema: {
       typedProperties: config.typedProperties,
       materializedProperties: config.materializedProperties,

@@ -1,4 +1,5 @@
 import type { CapturedEvent, Properties, Timestamp } from "../contract";
+import { eventPartition } from "../storage";
 import type { PersonOnEvent } from "./persons-on-events";
 
 /** The rows of `events`, made from the event model, and how a flush's rows are split into inserts. */
@@ -51,14 +52,8 @@ export function eventRow(event: CapturedEvent, personId: string, person?: Person
 /** ClickHouse refuses an insert whose rows fall into more partitions than this (`max_partitions_per_insert_block`). */
 const MAX_PARTITIONS_PER_INSERT = 100;
 
-/**
- * The `events` partition a row falls into (`EVENTS_PARTITION`): its UTC day from 2020 to 2059, else its month. A
- * table made before schema version 10 is by month, so it counts fewer, never more.
- */
-export function eventPartition(row: { readonly timestamp: string }): string {
-  const year = row.timestamp.slice(0, 4);
-  return row.timestamp.slice(0, year >= "2020" && year <= "2059" ? 10 : 7);
-}
+/** The `events` partition a row falls into. */
+const partitionOf = (row: EventRow): string => eventPartition(row.timestamp);
 
 /**
  * Splits event rows into inserts of at most `MAX_PARTITIONS_PER_INSERT` partitions each, so a historical batch
@@ -67,9 +62,9 @@ export function eventPartition(row: { readonly timestamp: string }): string {
 export function eventInserts(rows: readonly EventRow[]): EventRow[][] {
   // counted before grouping: grouping every flush's rows cost a tenth of the JavaScript thread's time under load
   const partitions = new Set<string>();
-  for (const row of rows) if (partitions.add(eventPartition(row)).size > MAX_PARTITIONS_PER_INSERT) break;
+  for (const row of rows) if (partitions.add(partitionOf(row)).size > MAX_PARTITIONS_PER_INSERT) break;
   if (partitions.size <= MAX_PARTITIONS_PER_INSERT) return [rows as EventRow[]];
-  const groups = [...Map.groupBy(rows, eventPartition).values()];
+  const groups = [...Map.groupBy(rows, partitionOf).values()];
   const inserts: EventRow[][] = [];
   for (let i = 0; i < groups.length; i += MAX_PARTITIONS_PER_INSERT) {
     inserts.push(groups.slice(i, i + MAX_PARTITIONS_PER_INSERT).flat());

@@ -29,6 +29,7 @@ import { PersonsOnEvents } from "./persons-on-events";
 import { phaseTimer, timed } from "./phase-timer";
 import { RepairSweep } from "./repair";
 import { type EventRow, eventInserts, eventRow } from "./rows";
+import { settleDue, settleIntervalMs } from "./settle";
 import { squashAged } from "./squash";
 
 /**
@@ -45,6 +46,9 @@ export class Storage implements EventSink {
   readonly #identity: IdentityResolver;
   readonly #repairs: RepairSweep;
   readonly #squashes: Periodic;
+  /** Settles days of events (`settle.ts`) on a session of its own: an `OPTIMIZE` holds its session while it merges. */
+  readonly #settles: Periodic;
+  readonly #settleDb: ClickHouse;
   readonly #disk: DiskWatch;
   readonly #personsOnEvents: PersonsOnEvents | undefined;
   readonly #commits: GroupCommit<CapturedEvent>;
@@ -63,11 +67,13 @@ export class Storage implements EventSink {
   private constructor(
     db: ClickHouse,
     eventsDb: ClickHouse,
+    settleDb: ClickHouse,
     options: StorageOptions,
     observer: StorageObserver | undefined,
   ) {
     this.#db = db;
     this.#eventsDb = eventsDb;
+    this.#settleDb = settleDb;
     this.#observer = observer;
     this.#maxQueuedEvents = options.maxQueuedEvents;
     this.#identity = new IdentityResolver(db, options.identity, observer?.cacheLookups);
@@ -87,6 +93,11 @@ export class Storage implements EventSink {
       options.squash.intervalMs,
       () => squashAged(db, options.squash.graceMs, observer),
       (error) => observer?.squashFailed(error),
+    );
+    this.#settles = new Periodic(
+      settleIntervalMs(options.settle),
+      () => settleDue(settleDb, options.settle, observer),
+      (error) => observer?.settleFailed(error),
     );
     this.#personsOnEvents = options.personsOnEvents
       ? new PersonsOnEvents(db, {
@@ -112,6 +123,7 @@ export class Storage implements EventSink {
     if (backupDir !== undefined) mkdirSync(backupDir, { recursive: true });
     const db = await ClickHouse.connect(options.clickhouse, backupDir === undefined ? {} : { backupsDir: backupDir });
     let eventsDb = db;
+    let settleDb = db;
     try {
       await createSchema(
         db,
@@ -125,12 +137,14 @@ export class Storage implements EventSink {
       if (options.clickhouse.kind === "embedded") {
         await tuneEmbeddedEngine(db, options.clickhouse);
         eventsDb = await ClickHouse.connect(options.clickhouse);
+        settleDb = await ClickHouse.connect(options.clickhouse);
       }
       await fillOverrides(db); // a database written before person_overrides existed
-      const storage = new Storage(db, eventsDb, options, observer);
+      const storage = new Storage(db, eventsDb, settleDb, options, observer);
       // the repair first: the links a sole writer then preloads are the repaired ones
       await storage.#repairs.start();
       storage.#squashes.start();
+      storage.#settles.start();
       storage.#disk.start();
       try {
         // not an argument of `observer?.`: an absent observer would skip it (the import in process has none)
@@ -139,12 +153,14 @@ export class Storage implements EventSink {
       } catch (error) {
         await storage.#repairs.stop();
         await storage.#squashes.stop();
+        await storage.#settles.stop();
         storage.#disk.stop();
         throw error;
       }
       return storage;
     } catch (error) {
       if (eventsDb !== db) await eventsDb.close();
+      if (settleDb !== db) await settleDb.close();
       await db.close();
       throw error;
     }
@@ -244,10 +260,12 @@ export class Storage implements EventSink {
     this.#disk.stop();
     await this.#repairs.stop();
     await this.#squashes.stop();
+    await this.#settles.stop();
     await this.#commits.drain();
     await this.#gate.exclusive(async () => {});
     await Promise.allSettled(this.#finishing);
     if (this.#eventsDb !== this.#db) await this.#eventsDb.close();
+    if (this.#settleDb !== this.#db) await this.#settleDb.close();
     await this.#db.close();
   }
 

@@ -27,7 +27,6 @@ describe("loadConfig", () => {
       database: "default",
       nativeCacheDir: join(tmpdir(), "ingest-cache"),
       fsync: "merges",
-      settleAfterS: 3600,
     });
   });
 
@@ -41,13 +40,12 @@ describe("loadConfig", () => {
     expect(loadConfig({ CLICKHOUSE_URL: "http://clickhouse:8123" }).clickhouse).not.toHaveProperty("fsync");
   });
 
-  test("SETTLE_AFTER_S: seconds, 0 to leave days to the engine's merges; refused with a server, whose operator sets it", () => {
-    expect(loadConfig({ SETTLE_AFTER_S: "0" }).clickhouse).toMatchObject({ kind: "embedded", settleAfterS: 0 });
+  test("SETTLE_AFTER_S: seconds, 0 never; with a server too", () => {
+    expect(loadConfig({}).settleAfterS).toBe(3600);
+    expect(loadConfig({ SETTLE_AFTER_S: "0" }).settleAfterS).toBe(0);
+    expect(loadConfig({ CLICKHOUSE_URL: "http://clickhouse:8123", SETTLE_AFTER_S: "60" }).settleAfterS).toBe(60);
     expect(() => loadConfig({ SETTLE_AFTER_S: "-1" })).toThrow("SETTLE_AFTER_S");
     expect(() => loadConfig({ SETTLE_AFTER_S: "1h" })).toThrow("SETTLE_AFTER_S");
-    expect(() => loadConfig({ CLICKHOUSE_URL: "http://clickhouse:8123", SETTLE_AFTER_S: "60" })).toThrow(
-      "set min_age_to_force_merge_seconds on events",
-    );
   });
 
   test("the compiled executable's engine cache: CHDB_CACHE_DIR, else the usual per-user cache", () => {

@@ -30,6 +30,8 @@ async function counted(
     repairFailed() {},
     squashed() {},
     squashFailed() {},
+    settled() {},
+    settleFailed() {},
     preloaded() {},
     cacheLookups(kind, hits, misses) {
       const seen = lookups[kind] ?? { hits: 0, misses: 0 };

@@ -27,6 +27,8 @@ function retentionLog(): { observer: StorageObserver; changes: RetentionChange[]
     repairFailed: ignore,
     squashed: ignore,
     squashFailed: ignore,
+    settled: ignore,
+    settleFailed: ignore,
     schemaRepaired: ignore,
     schemaRebuilt: ignore,
     schemaViewReplaced: ignore,

@@ -2,11 +2,10 @@ import { afterAll, beforeAll, describe, expect, spyOn, test } from "bun:test";
 import { loadConfig, PERSON_MATERIALIZED_BY_DEFAULT } from "../../src/config";
 import { SchemaError } from "../../src/storage";
 import type { ClickHouse } from "../../src/storage/clickhouse";
-import { createSchema, SESSIONS_SET_ASIDE, schemaObjects } from "../../src/storage/schema";
+import { createSchema, eventPartition, SESSIONS_SET_ASIDE, schemaObjects } from "../../src/storage/schema";
 import { ENTRY_PROPERTIES, SESSION_COLUMNS, UTC_MICROS } from "../../src/storage/schema/sessions";
 import { literal } from "../../src/storage/sql";
 import { Storage, storageOptions } from "../../src/write";
-import { eventPartition } from "../../src/write/rows";
 import { captured } from "../helpers/captured";
 import { count, createTableQuery } from "../helpers/rows";
 import { clickhouseEnv, openDb, send, startService, type TestService, uniqueDatabase } from "../helpers/service";
@@ -117,7 +116,7 @@ describe("the partitions of events", () => {
       "206001",
       "229912",
     ]);
-    for (const row of rows) expect(eventPartition({ timestamp: row.at }).replaceAll("-", "")).toBe(row.partition);
+    for (const row of rows) expect(eventPartition(row.at).replaceAll("-", "")).toBe(row.partition);
     const [partitions] = await service.db.rows<{ n: string }>(
       `SELECT toString(uniqExact(_partition_id)) AS n FROM ${service.db.table("events")} WHERE event = 'dated'`,
     );

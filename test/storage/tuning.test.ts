@@ -2,10 +2,8 @@ import { describe, expect, test } from "bun:test";
 import { type Fsync, loadConfig } from "../../src/config";
 import { ClickHouse } from "../../src/storage/clickhouse";
 import { createSchema, TABLES } from "../../src/storage/schema";
-import { literal } from "../../src/storage/sql";
 import { embeddedTableSettings, tuneEmbeddedEngine } from "../../src/storage/tuning";
-import { captured } from "../helpers/captured";
-import { count, createTableQuery } from "../helpers/rows";
+import { createTableQuery } from "../helpers/rows";
 import { clickhouseEnv, openDb, openStorage, uniqueDatabase } from "../helpers/service";
 
 const embedded = !process.env.CLICKHOUSE_URL;
@@ -54,65 +52,6 @@ describe("table settings", () => {
       await db.close();
     }
   });
-});
-
-describe("SETTLE_AFTER_S", () => {
-  test.skipIf(!embedded)(
-    "a day of events no longer written to is merged into one part, copies collapsed; the view reads the same",
-    async () => {
-      const env = { ...clickhouseEnv(), CLICKHOUSE_DATABASE: uniqueDatabase(), SETTLE_AFTER_S: "1" };
-      const db = await openDb(env.CLICKHOUSE_DATABASE);
-      const storage = await openStorage(loadConfig(env));
-      const partsByDay = async () =>
-        Object.fromEntries(
-          (
-            await db.rows<{ day: string; parts: string }>(
-              `SELECT partition_id AS day, toString(count()) AS parts FROM system.parts
-               WHERE database = ${literal(db.database)} AND table = 'events' AND active GROUP BY day ORDER BY day`,
-            )
-          ).map((row) => [row.day, Number(row.parts)]),
-        );
-      const day = (daysBack: number) => new Date(Date.now() - daysBack * 86_400_000).toISOString();
-      const uuid = crypto.randomUUID();
-      try {
-        // three flushes into the days 3 and 2 back, one event of them sent twice (a retry)
-        for (const batch of [
-          [
-            { event: "a", distinct_id: "u1", timestamp: day(3), uuid },
-            { event: "a", distinct_id: "u2", timestamp: day(2) },
-          ],
-          [
-            { event: "b", distinct_id: "u1", timestamp: day(3) },
-            { event: "b", distinct_id: "u2", timestamp: day(2) },
-          ],
-          [{ event: "a", distinct_id: "u1", timestamp: day(3), uuid }],
-        ]) {
-          await storage.ingest((await captured(batch)).events);
-        }
-        const [three, two] = [day(3), day(2)].map((at) => at.slice(0, 10).replaceAll("-", ""));
-        expect(await partsByDay()).toEqual({ [three!]: 3, [two!]: 2 });
-        expect(await count(db, "events", "1")).toBe(5);
-        const resolved = await count(db, "events_resolved", "1");
-        expect(resolved).toBe(4);
-        // once a second has passed, the next insert wakes the engine's merges (idle, it looks seldom)
-        await Bun.sleep(1_500);
-        await storage.ingest((await captured([{ event: "now", distinct_id: "u3" }])).events);
-        const deadline = Date.now() + 60_000;
-        while (Date.now() < deadline) {
-          const parts = await partsByDay();
-          if (parts[three!] === 1 && parts[two!] === 1) break;
-          await Bun.sleep(250);
-        }
-        expect(await partsByDay()).toMatchObject({ [three!]: 1, [two!]: 1 });
-        expect(await count(db, "events", `event != 'now'`)).toBe(4); // the copy is gone from the table itself
-        expect(await count(db, "events_resolved", `event != 'now'`)).toBe(resolved);
-      } finally {
-        await storage.close();
-        await db.command(`DROP DATABASE IF EXISTS \`${db.database}\``);
-        await db.close();
-      }
-    },
-  );
 });
 
 /** The engine's own count of file and directory fsyncs so far (process-wide). */

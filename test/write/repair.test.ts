@@ -64,6 +64,8 @@ function sweepCounter(): { observer: StorageObserver; sweeps: () => number; ids:
     repairFailed() {},
     squashed() {},
     squashFailed() {},
+    settled() {},
+    settleFailed() {},
   };
   return { observer, sweeps: () => sweeps, ids: () => swept, written: () => written };
 }

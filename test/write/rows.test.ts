@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { type EventRow, eventInserts, eventPartition } from "../../src/write/rows";
+import { type EventRow, eventInserts } from "../../src/write/rows";
 
 /** A row whose timestamp falls on the UTC day `daysAfter2026` days after 1 January 2026. */
 function rowOn(daysAfter2026: number, uuid: string): EventRow {
@@ -28,13 +28,5 @@ describe("eventInserts", () => {
         .map((row) => row.uuid)
         .sort(),
     ).toEqual(rows.map((row) => row.uuid).sort());
-  });
-
-  test("a row's partition: its day from 2020 to 2059, its month before and after", () => {
-    const of = (timestamp: string) => eventPartition({ timestamp });
-    expect(of("2019-12-31 23:59:59.999999")).toBe("2019-12");
-    expect(of("2020-01-01 00:00:00.000000")).toBe("2020-01-01");
-    expect(of("2059-12-31 23:59:59.999999")).toBe("2059-12-31");
-    expect(of("2060-01-01 00:00:00.000000")).toBe("2060-01");
   });
 });

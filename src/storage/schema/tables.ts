@@ -1,4 +1,5 @@
 import { literal, quoteIdentifier, tableName } from "../sql";
+import { EVENTS_PARTITION } from "./partition";
 import { type MaterializedColumn, personPropertyColumns, propertyColumns, TYPED_PROPERTIES } from "./properties";
 import { SESSION_COLUMNS, sessionsView, UTC_MICROS } from "./sessions";
 
@@ -32,15 +33,6 @@ interface TableSpec {
 const POINT_LOOKUPS = "SETTINGS index_granularity = 1024";
 
 /**
- * The partition of an event: its UTC day from 2020 to 2059, its month before and after. Days are what `FINAL`
- * and retention want (storage/tuning.ts); months bound what made-up dates can make: a client may send any time
- * from 1900 to 2299, and a partition a day would let it make 146,000 partitions (the engine refuses inserts past
- * 100,000 parts in a table), where these allow some 19,000. `write/rows.ts` computes the same in JavaScript.
- */
-export const EVENTS_PARTITION =
-  "if(toYear(timestamp) BETWEEN 2020 AND 2059, toYYYYMMDD(timestamp), toYYYYMM(timestamp))";
-
-/**
  * - `events` follows PostHog's layout. ReplacingMergeTree on a key that ends in the event's uuid, so a retried
  *   event (same uuid, timestamp, name and distinct ID) collapses to one row; the newest copy wins. On a cluster
  *   it is sharded by distinct ID, so a retried event lands on the shard that holds its first copy. `geoip` holds
@@ -55,7 +47,7 @@ export const EVENTS_PARTITION =
  *   PostHog stores them: a breakdown by a person property reads no other table, and `pmat_<key>`
  *   (`MATERIALIZED_PERSON_PROPERTIES`) holds a key of them as `mat_<key>` holds one of `properties`. Partitions
  *   are UTC days (`EVENTS_PARTITION`; months in tables made before schema version 10): a day no longer written to
- *   settles into one part, which `FINAL` reads as it is (storage/tuning.ts), and retention drops days whole.
+ *   settles into one part, which `FINAL` reads as it is (write/settle.ts), and retention drops days whole.
  * - `persons` and `person_distinct_ids` keep every version and collapse to the highest `version` (FINAL, or
  *   argMax). `is_deleted` is a plain column, so a merged-away person still shows in FINAL, marked deleted.
  *   The bloom filter finds a person's distinct IDs without scanning the table (needed for merges).
@@ -223,7 +215,7 @@ export const KEEPER_PATHS = {
  *   without `FINAL`, a day in several (being written, or not yet settled) is read through its key columns and
  *   merged. A copy is always in the day of its first (the partition is the date the sorting key starts with), so
  *   partitions are merged apart (`do_not_merge_across_partitions_select_final`, which recent servers decide by
- *   themselves), and the days the engine settled into one part each (storage/tuning.ts) cost a query nothing.
+ *   themselves), and the days settled into one part each (write/settle.ts) cost a query nothing.
  * - The person: an event keeps the person it was stored with until a squash rewrites it (write/squash.ts); once
  *   that person is merged away, an override names the one it went to. Only the overrides written since the last
  *   squash can name a person some event still holds, so only their persons are joined: the newest override of each

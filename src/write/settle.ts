@@ -1,6 +1,9 @@
 import { type ClickHouse, literal } from "../storage";
 import type { Settled, StorageObserver } from "../telemetry";
 
+/** A run settles at most so many days, the next run the rest: a shutdown waits for the run under way. */
+const DAYS_A_RUN = 8;
+
 /**
  * Settling (docs/analytics.md#the-copies): a day of `events` that has taken no part for the quiet time, and is in
  * several parts of weight, is merged into one (`OPTIMIZE … PARTITION … FINAL`). `events_resolved` reads `events`
@@ -27,7 +30,7 @@ export async function settleDays(db: ClickHouse, quietMs: number): Promise<Settl
      GROUP BY partition_id
      HAVING count() > 1 AND max(modification_time) <= now() - ${Math.ceil(quietMs / 1000)}
        AND (sum(bytes_on_disk) - max(bytes_on_disk)) * 8 >= max(bytes_on_disk)
-     ORDER BY partition_id`,
+     ORDER BY partition_id LIMIT ${DAYS_A_RUN}`,
   );
   for (const { day } of days) {
     await db.command(`OPTIMIZE TABLE ${db.table("events")} PARTITION ID ${literal(day)} FINAL`);

@@ -76,6 +76,23 @@ test("a late event's small part is not worth rewriting a settled day for; late e
   expect((await partsOf(service))[id(day)]).not.toContain(settled!);
 });
 
+test("a run settles at most 8 days, the next the rest", async () => {
+  service = await startService({ PUBLIC_API_KEYS: KEY, SETTLE_AFTER_S: "0" });
+  const days = Array.from({ length: 10 }, (_, i) => daysBack(20 + i));
+  for (let round = 0; round < 2; round++) {
+    const batch = days.map((day, i) => ({
+      event: "e",
+      distinct_id: `user-${i}`,
+      timestamp: `${day}T10:0${round}:00Z`,
+    }));
+    expect((await send(service, { api_key: KEY, batch })).status).toBe(200);
+  }
+  expect((await settleDays(service.db, 0))?.days).toHaveLength(8);
+  expect((await settleDays(service.db, 0))?.days).toHaveLength(2);
+  const parts = await partsOf(service);
+  for (const day of days) expect(parts[id(day)]).toHaveLength(1);
+});
+
 test("a month partition (a date before 2020) is never settled: it would be rewritten whole", async () => {
   service = await startService({ PUBLIC_API_KEYS: KEY, SETTLE_AFTER_S: "0" });
   await sendOn(service, "2019-06-01", 100);

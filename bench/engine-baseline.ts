@@ -34,7 +34,7 @@ for (let i = 0; rows.length < Math.min(total, BUILT_ROWS); i++) {
 const config = loadConfig({ DATA_DIR: dataDir, CLICKHOUSE_DATABASE: "baseline", FSYNC: process.env.FSYNC });
 const db = await ClickHouse.connect(config.clickhouse);
 await createSchema(db);
-if (config.clickhouse.kind === "embedded") await tuneEmbeddedEngine(db, config.clickhouse);
+if (config.clickhouse.kind === "embedded") await tuneEmbeddedEngine(db, config.clickhouse.fsync);
 await db.insert("events", rows.slice(0, rowsPerInsert)); // warm up
 Bun.gc(true);
 const idleRss = rssMiB(process.pid);

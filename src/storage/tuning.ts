@@ -1,4 +1,4 @@
-import type { ClickHouseConfig, Fsync } from "../config";
+import type { Fsync } from "../config";
 import { lowerMergePriority } from "../engine";
 import type { ClickHouse } from "./clickhouse";
 import { TABLES } from "./schema";
@@ -21,10 +21,8 @@ import { TABLES } from "./schema";
  *   equal size, and with the default it was rewritten whole every one or two flushes (`persons` at merge level
  *   150–190 after 300 flushes; docs/architecture.md#the-embedded-engine).
  */
-export function embeddedTableSettings(
-  engine: EmbeddedConfig,
-): Readonly<Record<string, Readonly<Record<string, number>>>> {
-  const common = { concurrent_part_removal_threshold: 1_000_000_000, ...FSYNC_SETTINGS[engine.fsync] };
+export function embeddedTableSettings(fsync: Fsync): Readonly<Record<string, Readonly<Record<string, number>>>> {
+  const common = { concurrent_part_removal_threshold: 1_000_000_000, ...FSYNC_SETTINGS[fsync] };
   const own: Readonly<Record<string, Readonly<Record<string, number>>>> = {
     events: { max_parts_to_merge_at_once: 4 },
     sessions: { max_parts_to_merge_at_once: 4 },
@@ -34,8 +32,6 @@ export function embeddedTableSettings(
   };
   return Object.fromEntries(TABLES.map(({ name }) => [name, { ...common, ...own[name] }]));
 }
-
-type EmbeddedConfig = Extract<ClickHouseConfig, { kind: "embedded" }>;
 
 const FEWER_REWRITES = { merge_selector_base: 20 } as const;
 
@@ -53,8 +49,8 @@ const FSYNC_SETTINGS: Readonly<Record<Fsync, Readonly<Record<string, number>>>> 
 };
 
 /** Applies the table settings to the schema's tables (which must exist), and lowers the merge threads' priority. */
-export async function tuneEmbeddedEngine(db: ClickHouse, engine: EmbeddedConfig): Promise<void> {
-  for (const [table, settings] of Object.entries(embeddedTableSettings(engine))) {
+export async function tuneEmbeddedEngine(db: ClickHouse, fsync: Fsync): Promise<void> {
+  for (const [table, settings] of Object.entries(embeddedTableSettings(fsync))) {
     const assignments = Object.entries(settings).map(([name, value]) => `${name} = ${value}`);
     await db.command(`ALTER TABLE ${db.table(table)} MODIFY SETTING ${assignments.join(", ")}`);
   }

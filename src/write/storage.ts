@@ -135,7 +135,7 @@ export class Storage implements EventSink {
       db.setConsistency(await consistencyOf(db));
       for (const change of await applyRetention(db, options.retentionDays)) observer?.retained(change);
       if (options.clickhouse.kind === "embedded") {
-        await tuneEmbeddedEngine(db, options.clickhouse);
+        await tuneEmbeddedEngine(db, options.clickhouse.fsync);
         eventsDb = await ClickHouse.connect(options.clickhouse);
         settleDb = await ClickHouse.connect(options.clickhouse);
       }

@@ -9,17 +9,10 @@ import { clickhouseEnv, openDb, openStorage, uniqueDatabase } from "../helpers/s
 const embedded = !process.env.CLICKHOUSE_URL;
 const FSYNC_MERGES = { min_compressed_bytes_to_fsync_after_merge: 1 };
 
-/** The embedded engine's configuration at `FSYNC=fsync`, the rest as by default. */
-function engineAt(fsync: Fsync, env: Record<string, string> = {}) {
-  const engine = loadConfig({ ...env, FSYNC: fsync }).clickhouse;
-  if (engine.kind !== "embedded") throw new Error("no CLICKHOUSE_URL here");
-  return engine;
-}
-
 describe("table settings", () => {
   test("the storage tunes every embedded table when it opens, also tables made before; a server keeps its own", async () => {
     const config = loadConfig({ ...clickhouseEnv(), CLICKHOUSE_DATABASE: uniqueDatabase() });
-    const settings = embeddedTableSettings(engineAt("merges"));
+    const settings = embeddedTableSettings("merges");
     const db = await openDb(config.clickhouse.database);
     const settingsOf = async (table: string) => {
       const query = await createTableQuery(db, table);
@@ -69,7 +62,7 @@ async function tunedAt(database: string, fsync: Fsync): Promise<ClickHouse> {
     loadConfig({ ...clickhouseEnv(), CLICKHOUSE_DATABASE: database, FSYNC: fsync }).clickhouse,
   );
   await createSchema(db, () => {});
-  await tuneEmbeddedEngine(db, engineAt(fsync));
+  await tuneEmbeddedEngine(db, fsync);
   return db;
 }
 

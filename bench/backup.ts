@@ -11,6 +11,7 @@ import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { random } from "../test/helpers/identity-model";
 import {
+  average,
   drive,
   fmt,
   type LoadResult,
@@ -101,12 +102,11 @@ async function compare(service: Service, bodiesFile: string, backups: string): P
   }
   const rates = quiet.map((result, i) => loaded[i]!.rate / result.rate);
   const p99s = quiet.map((result, i) => latencyMs(loaded[i]!.latency.p99) / latencyMs(result.latency.p99));
-  const mean = (values: number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
   const ratios = (values: number[]) => values.map((r) => `×${r.toFixed(2)}`).join(", ");
   console.log(
     `bench backup: ingest with backups looping through the door${BANDWIDTH === undefined ? "" : ` at ${BANDWIDTH} MB/s`}, ` +
       `against without, by round: rate ${ratios(rates)} ` +
-      `(mean ×${mean(rates).toFixed(2)}), p99 ${ratios(p99s)} (mean ×${mean(p99s).toFixed(2)}); all backups: ${describe(made, ROUNDS)}`,
+      `(mean ×${average(rates).toFixed(2)}), p99 ${ratios(p99s)} (mean ×${average(p99s).toFixed(2)}); all backups: ${describe(made, ROUNDS)}`,
   );
 }
 

@@ -8,7 +8,7 @@
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { drive, type LoadResult, printLoad, startService, stop } from "./harness";
+import { average, drive, type LoadResult, printLoad, startService, stop } from "./harness";
 import { PEOPLE, writeBodies } from "./workload";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
@@ -60,10 +60,9 @@ export async function runGeoIp(work: string): Promise<void> {
       rates[variant].push(result.rate);
     }
   }
-  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-  const base = mean(rates.without);
+  const base = average(rates.without);
   console.log(
-    `geoip: with GeoIP ×${(mean(rates.with) / base).toFixed(3)} of the rate without (target ≥ 0.95); ` +
-      `the same keys sent by the client, no GeoIP: ×${(mean(rates.sent) / base).toFixed(3)}`,
+    `geoip: with GeoIP ×${(average(rates.with) / base).toFixed(3)} of the rate without (target ≥ 0.95); ` +
+      `the same keys sent by the client, no GeoIP: ×${(average(rates.sent) / base).toFixed(3)}`,
   );
 }

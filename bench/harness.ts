@@ -429,6 +429,9 @@ export function bestEngine(bodiesFile: string, dataDir: string, rowsPerInsert: n
 
 export const fmt = (n: number) => Math.round(n).toLocaleString("en");
 
+/** The mean of a run's rounds (rates or ratios). */
+export const average = (values: readonly number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
+
 /** A latency as wrk prints it (`812.5us`, `43.2ms`, `1.08s`), in milliseconds. */
 export function latencyMs(text: string | undefined): number {
   const match = /^([\d.]+)(us|ms|s)$/.exec(text ?? "");

@@ -10,6 +10,7 @@
 import { join } from "node:path";
 import { rssMiB } from "../test/helpers/process";
 import {
+  average,
   CONNECTIONS,
   flushes,
   fmt,
@@ -153,10 +154,9 @@ export async function runInstances(work: string): Promise<void> {
     const p99s = results
       .get(count)!
       .map((result, round) => latencyMs(result.latency.p99) / latencyMs(one[round]!.latency.p99));
-    const mean = (values: number[]) => values.reduce((total, value) => total + value, 0) / values.length;
     console.log(
       `bench instances: ${count} instances against 1, by round: rate ${rates.map((r) => `×${r.toFixed(2)}`).join(", ")} ` +
-        `(mean ×${mean(rates).toFixed(2)}), p99 ${p99s.map((r) => `×${r.toFixed(2)}`).join(", ")} (mean ×${mean(p99s).toFixed(2)})`,
+        `(mean ×${average(rates).toFixed(2)}), p99 ${p99s.map((r) => `×${r.toFixed(2)}`).join(", ")} (mean ×${average(p99s).toFixed(2)})`,
     );
   }
 }

@@ -5,6 +5,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
+  average,
   BASELINE_ROWS_PER_INSERT,
   bestEngine,
   drive,
@@ -93,7 +94,7 @@ export async function runPersons(work: string): Promise<void> {
     console.log(
       `  ${temperature}: ${fmt(LARGE_POPULATION)} vs ${fmt(PEOPLE)} known persons, by round: ` +
         `${ratios.map((ratio) => `×${ratio.toFixed(2)}`).join(", ")} ` +
-        `(mean ×${(ratios.reduce((sum, ratio) => sum + ratio, 0) / ratios.length).toFixed(2)}; ` +
+        `(mean ×${average(ratios).toFixed(2)}; ` +
         `ratio to the engine ${toEngine(PEOPLE)} → ${toEngine(LARGE_POPULATION)})`,
     );
   }

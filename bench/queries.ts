@@ -23,7 +23,7 @@
  */
 import { join } from "node:path";
 import { MATERIALIZED_BY_DEFAULT, PERSON_MATERIALIZED_BY_DEFAULT } from "../src/config";
-import { fmt, type LoadResult, startService, stop } from "./harness";
+import { average, fmt, type LoadResult, startService, stop } from "./harness";
 import { drivePasses } from "./run-load";
 import { WebTraffic } from "./traffic/web";
 import { webLoad } from "./web";
@@ -357,11 +357,6 @@ async function runQueries(queryUrl: string): Promise<void> {
   if (failures.length > 0) process.exitCode = 1;
 }
 
-/** How many active parts `events` is in. */
-async function eventsParts(queryUrl: string): Promise<number> {
-  return (await eventsLayout(queryUrl)).parts;
-}
-
 /** The active parts of `events`, its partitions (days), and how many of those are in one part (settled). */
 async function eventsLayout(queryUrl: string): Promise<{ parts: number; days: number; settled: number }> {
   const run = await timed(
@@ -380,11 +375,11 @@ async function eventsLayout(queryUrl: string): Promise<{ parts: number; days: nu
  */
 async function merged(queryUrl: string): Promise<void> {
   const started = performance.now();
-  let last = await eventsParts(queryUrl);
+  let last = (await eventsLayout(queryUrl)).parts;
   let steadySince = performance.now();
   while (performance.now() - steadySince < 30_000 && performance.now() - started < 600_000) {
     await Bun.sleep(5_000);
-    const now = await eventsParts(queryUrl);
+    const now = (await eventsLayout(queryUrl)).parts;
     if (now < last) steadySince = performance.now();
     last = now;
   }
@@ -419,7 +414,7 @@ async function resolvedTax(queryUrl: string, when: string): Promise<void> {
     `  ${when}: unique persons a day over events_resolved ${fmt(best.events_resolved)} ms, over events ${fmt(best.events)} ms: ${ratio("events_resolved")} (target ≤ ×1.5)`,
   );
   console.log(
-    `    of which FINAL alone (over events FINAL ${fmt(best["events FINAL"])} ms): ${ratio("events FINAL")}; events in ${before.parts} active parts (${before.settled} of ${before.days} days in one) before, ${await eventsParts(queryUrl)} after`,
+    `    of which FINAL alone (over events FINAL ${fmt(best["events FINAL"])} ms): ${ratio("events FINAL")}; events in ${before.parts} active parts (${before.settled} of ${before.days} days in one) before, ${(await eventsLayout(queryUrl)).parts} after`,
   );
 }
 
@@ -444,10 +439,9 @@ async function ingestCost(work: string): Promise<void> {
     console.log(`  ${variants[variant].label}: ${fmt(measured.rate)} events/s, p99 ${measured.latency.p99}`);
     rates[variant].push(measured.rate);
   }
-  const mean = (values: readonly number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
   for (const variant of ["columns", "typed"] as const)
     console.log(
-      `  ingest, ${variants[variant].label} against none: ×${(mean(rates[variant]) / mean(rates.none)).toFixed(2)} (target ≥ ×0.90)`,
+      `  ingest, ${variants[variant].label} against none: ×${(average(rates[variant]) / average(rates.none)).toFixed(2)} (target ≥ ×0.90)`,
     );
 }
 
@@ -484,7 +478,7 @@ export async function runQueriesBench(work: string): Promise<void> {
  */
 async function settleCost(work: string, settings: Record<string, string>): Promise<void> {
   const events = Math.ceil(EVENTS / 10);
-  const rates: Record<string, number[]> = { settled: [], unsettled: [] };
+  const rates: Record<"settled" | "unsettled", number[]> = { settled: [], unsettled: [] };
   for (const [i, variant] of (["settled", "unsettled", "unsettled", "settled"] as const).entries()) {
     const service = await startService(join(work, `settle-${i}`), {
       ...settings,
@@ -496,14 +490,13 @@ async function settleCost(work: string, settings: Record<string, string>): Promi
       console.log(
         `  ${fmt(events)} events over ${DAYS} days, SETTLE_AFTER_S=${variant === "settled" ? SETTLE_AFTER_S : 0}: ${fmt(rate)} events/s; ${parts} parts, ${settled} of ${days} days in one`,
       );
-      rates[variant]!.push(rate);
+      rates[variant].push(rate);
     } finally {
       await stop(service);
     }
   }
-  const mean = (values: readonly number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
   console.log(
-    `  ingest, days settled against not: ×${(mean(rates.settled!) / mean(rates.unsettled!)).toFixed(2)} (target ≥ ×0.90)`,
+    `  ingest, days settled against not: ×${(average(rates.settled) / average(rates.unsettled)).toFixed(2)} (target ≥ ×0.90)`,
   );
 }
 

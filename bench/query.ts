@@ -6,7 +6,7 @@
  * against under load. Targets: ingest keeps at least 0.7 of its rate, and its p99 at most doubles.
  */
 import { join } from "node:path";
-import { drive, fmt, type LoadResult, latencyMs, printLoad, startService, stop } from "./harness";
+import { average, drive, fmt, type LoadResult, latencyMs, printLoad, startService, stop } from "./harness";
 import { PEOPLE, writeBodies } from "./workload";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
@@ -83,11 +83,10 @@ async function compare(
   }
   const rates = quiet.map((result, i) => loaded[i]!.rate / result.rate);
   const p99s = quiet.map((result, i) => latencyMs(loaded[i]!.latency.p99) / latencyMs(result.latency.p99));
-  const mean = (values: number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
   console.log(
     `bench query: ingest with ${name} on the query port, against without, by round: rate ` +
-      `${rates.map((r) => `×${r.toFixed(2)}`).join(", ")} (mean ×${mean(rates).toFixed(2)}; target ≥ 0.7), p99 ` +
-      `${p99s.map((r) => `×${r.toFixed(2)}`).join(", ")} (mean ×${mean(p99s).toFixed(2)}; target ≤ 2)`,
+      `${rates.map((r) => `×${r.toFixed(2)}`).join(", ")} (mean ×${average(rates).toFixed(2)}; target ≥ 0.7), p99 ` +
+      `${p99s.map((r) => `×${r.toFixed(2)}`).join(", ")} (mean ×${average(p99s).toFixed(2)}; target ≤ 2)`,
   );
 }
 

@@ -10,7 +10,7 @@
  * service seeded with its file first (no engine baselines); then the ratios defaults/off and web/http.
  */
 import { join } from "node:path";
-import { fmt, type LoadResult } from "./harness";
+import { average, fmt, type LoadResult } from "./harness";
 import { IDENTITY_TABLES } from "./rows";
 import { drivePasses, type Load, printPasses, syntheticLoad } from "./run-load";
 import { writeWebBodies } from "./traffic/web";
@@ -39,8 +39,6 @@ const VARIANTS: Readonly<Record<Variant, Load>> = {
   http: { ...syntheticLoad({ shape: "known", people: PEOPLE }, "http"), warmUpPass: true },
 };
 
-const mean = (values: readonly number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
-
 /** Rows per event by table, summed over the loads' measured passes. */
 function rowsPerEvent(results: readonly LoadResult[]): string {
   const counted = results.map((result) => result.identityRows);
@@ -67,7 +65,7 @@ export async function runWebCompare(work: string): Promise<void> {
     printPasses(first, measured);
     results[variant].push(measured);
   }
-  const rate = (variant: Variant) => mean(results[variant].map((result) => result.rate));
+  const rate = (variant: Variant) => average(results[variant].map((result) => result.rate));
   console.log(
     `web-compare (measured loads): web ${fmt(rate("defaults"))} events/s with the defaults, ${fmt(rate("off"))} ` +
       `without automatic person properties and GeoIP, http ${fmt(rate("http"))}; ` +

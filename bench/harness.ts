@@ -117,13 +117,14 @@ export const BENCH_OWNS = new Set(["PORT", "HOST", "METRICS_PORT", "DATA_DIR", "
 
 /**
  * The service's settings the bench is run with (e.g. `FLUSH_LINGER_MS=0`, or caches that hold a whole large
- * population): every variable the service reads, except the bench's own. Printed with the results, so that an
- * A/B shows what it compared.
+ * population): every variable the service reads, except the bench's own, and the allocator's purge, which the
+ * service sets for itself unless told (src/engine/restart.ts). Printed with the results, so that an A/B shows what
+ * it compared.
  */
 export const TUNING: Readonly<Record<string, string>> = Object.fromEntries(
-  ENV_NAMES.filter((name) => !BENCH_OWNS.has(name) && !name.startsWith("CLICKHOUSE_") && process.env[name]).map(
-    (name) => [name, process.env[name]!],
-  ),
+  [...ENV_NAMES, "MIMALLOC_PURGE_DELAY"]
+    .filter((name) => !BENCH_OWNS.has(name) && !name.startsWith("CLICKHOUSE_") && process.env[name])
+    .map((name) => [name, process.env[name]!]),
 );
 
 export async function stop(service: Service): Promise<void> {

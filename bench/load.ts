@@ -30,6 +30,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { restartFor } from "../src/engine";
 import { runBackupBench } from "./backup";
 import { runGeoIp } from "./geoip";
 import { ensureWrk, fmt, running, stop, TUNING } from "./harness";
@@ -41,6 +42,9 @@ import { runQuery } from "./query";
 import { runLoad, syntheticLoad } from "./run-load";
 import { runWebCompare, webLoad } from "./web";
 import { PEOPLE } from "./workload";
+
+// the allocator as the service runs it, for this process and the baselines it starts (src/engine/restart.ts)
+restartFor();
 
 const MODE = (process.argv[2] ?? "http") as
   | "web"

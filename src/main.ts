@@ -5,7 +5,7 @@ import pkg from "../package.json" with { type: "json" };
 import { openGeoIp, PendingBytes } from "./capture";
 import { backupCommand, forgetCommand, importCommand, queryCommand, restoreCommand } from "./cli";
 import { type Config, ConfigError, helpText, loadConfig, OperatorError, redacted } from "./config";
-import { ensureWorkerThreads, workerThreadsFor } from "./engine";
+import { restartFor, workerThreadsFor } from "./engine";
 import { serve, serveAdmin, serveMetrics } from "./http";
 import { QueryEngine, queryEngineOptions, serveQuery } from "./query";
 import {
@@ -61,7 +61,7 @@ async function main(args: readonly string[]): Promise<void> {
   if (flags.help) return exit(0, `${USAGE}\n${helpText()}`);
   const config = configOrExit();
   if (flags.healthCheck) return exit((await isHealthy(config)) ? 0 : 1);
-  if (config.queryPort !== undefined) ensureWorkerThreads(workerThreadsFor(config.queryConcurrency));
+  restartFor(config.queryPort === undefined ? {} : { workerThreads: workerThreadsFor(config.queryConcurrency) });
 
   const log = new Logger(config.logLevel);
   const metrics = new Metrics();

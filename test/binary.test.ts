@@ -2,7 +2,7 @@ import { beforeAll, expect, test } from "bun:test";
 import { copyFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import pkg from "../package.json" with { type: "json" };
-import { queryRows, ROOT, rssMiB, startProcess } from "./helpers/process";
+import { environOf, queryRows, ROOT, rssMiB, startProcess } from "./helpers/process";
 import { scratchDir } from "./helpers/scratch";
 import { uniqueDatabase } from "./helpers/service";
 import { standInClickHouse } from "./helpers/stand-in-clickhouse";
@@ -59,6 +59,7 @@ test("on the embedded engine: first start unpacks it once, later starts reuse it
   // prom-client works inside the executable too
   expect(await (await fetch(first.started.metrics!)).text()).toContain("ingest_events_ingested_total 1");
   const firstRss = Math.round(rssMiB(first.child.pid));
+  expect(environOf(first.child.pid).MIMALLOC_PURGE_DELAY).toBe("-1"); // started again in its own place, as from source
   first.child.kill("SIGTERM");
   expect(await first.child.exited).toBe(0);
 

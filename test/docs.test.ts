@@ -4,7 +4,7 @@ import { dirname, join, relative, resolve } from "node:path";
 import { withCurrentTable } from "../scripts/docs";
 import { MATERIALIZED_BY_DEFAULT, SETTINGS } from "../src/config";
 import { ERROR_CODES, IngestError } from "../src/contract/errors";
-import { workerThreadsFor } from "../src/engine/workers";
+import { workerThreadsFor } from "../src/engine/restart";
 import { CODES, QueryError } from "../src/query/errors";
 import { MAX_INSERT_BYTES, MAX_WAIT_BUFFER_BYTES } from "../src/query/http";
 import { FLUSH_INTERVAL_MS, QUERY_LOG_ROWS } from "../src/query/log";

@@ -3,7 +3,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import pkg from "../package.json" with { type: "json" };
 import { ENV_NAMES, helpText } from "../src/config";
-import { answers, processEnv, queryRows, ROOT, startProcess } from "./helpers/process";
+import { answers, environOf, processEnv, queryRows, ROOT, startProcess } from "./helpers/process";
 import { scratchDir } from "./helpers/scratch";
 
 const KEY = "key-1";
@@ -39,6 +39,23 @@ describe("the service process", () => {
     for (let i = 0; i < 3; i++) {
       const { child } = await startProcess(processEnv({ PUBLIC_API_KEYS: KEY }));
       child.kill("SIGTERM");
+      expect(await child.exited).toBe(0);
+    }
+  }, 30_000);
+
+  test("starts itself again in its own place with the allocator's purge off; an operator's own value is kept", async () => {
+    for (const [given, running] of [
+      [undefined, "-1"],
+      ["100", "100"],
+    ] as const) {
+      const env = processEnv({ PUBLIC_API_KEYS: KEY, ...(given !== undefined && { MIMALLOC_PURGE_DELAY: given }) });
+      const { child, url } = await startProcess(env);
+      try {
+        expect(environOf(child.pid).MIMALLOC_PURGE_DELAY).toBe(running); // the same process ID, exec'd again
+        expect((await post(url, [{ event: "restarted", distinct_id: "u" }])).status).toBe(200);
+      } finally {
+        child.kill("SIGTERM");
+      }
       expect(await child.exited).toBe(0);
     }
   }, 30_000);

@@ -1,5 +1,6 @@
 import { parseArgs } from "node:util";
 import { type Config, ConfigError, loadConfig } from "../config";
+import { restartFor } from "../engine";
 import {
   Checkpoint,
   directTarget,
@@ -45,7 +46,9 @@ const STOPPED_BY = { SIGINT: 130, SIGTERM: 143 } as const;
 /** `ingest import`: returns the exit status. */
 export async function importCommand(args: readonly string[], env = process.env): Promise<number> {
   const options = readOptions(args, env);
-  return typeof options === "number" ? options : await runImportCommand(options);
+  if (typeof options === "number") return options;
+  if (options.service === undefined) restartFor(); // it writes the events itself, as the service does
+  return await runImportCommand(options);
 }
 
 /** What `ingest import` was asked to do, checked, with the defaults filled in. */

@@ -129,6 +129,16 @@ export function rssMiB(pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? Number.NaN) / 1024;
 }
 
+/** A running process's environment, as it was last exec'd (`/proc/PID/environ`). */
+export function environOf(pid: number): Record<string, string> {
+  const entries = readFileSync(`/proc/${pid}/environ`, "utf8")
+    .split("\0")
+    .filter((entry) => entry !== "");
+  return Object.fromEntries(
+    entries.map((entry) => [entry.slice(0, entry.indexOf("=")), entry.slice(entry.indexOf("=") + 1)]),
+  );
+}
+
 /** Whether anything still answers at `url`. */
 export async function answers(url: string): Promise<boolean> {
   return fetch(`${url}/health`).then(

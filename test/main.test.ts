@@ -48,7 +48,9 @@ describe("the service process", () => {
       [undefined, "-1"],
       ["100", "100"],
     ] as const) {
-      const env = processEnv({ PUBLIC_API_KEYS: KEY, ...(given !== undefined && { MIMALLOC_PURGE_DELAY: given }) });
+      const env = processEnv({ PUBLIC_API_KEYS: KEY });
+      if (given === undefined) delete env.MIMALLOC_PURGE_DELAY;
+      else env.MIMALLOC_PURGE_DELAY = given;
       const { child, url } = await startProcess(env);
       try {
         expect(environOf(child.pid).MIMALLOC_PURGE_DELAY).toBe(running); // the same process ID, exec'd again

@@ -16,6 +16,8 @@ export function processEnv(extra: Record<string, string> = {}): Record<string, s
     HOST: "127.0.0.1",
     PORT: "0",
     CLICKHOUSE_DATABASE: uniqueDatabase(),
+    // what the service would set for itself by starting again (src/engine/restart.ts): given, it starts once
+    MIMALLOC_PURGE_DELAY: "-1",
     ...extra,
   };
   if (process.env.CLICKHOUSE_URL) Object.assign(env, clickhouseEnv());

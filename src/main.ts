@@ -61,7 +61,7 @@ async function main(args: readonly string[]): Promise<void> {
   if (flags.help) return exit(0, `${USAGE}\n${helpText()}`);
   const config = configOrExit();
   if (flags.healthCheck) return exit((await isHealthy(config)) ? 0 : 1);
-  restartFor(config.queryPort === undefined ? {} : { workerThreads: workerThreadsFor(config.queryConcurrency) });
+  restartFor({ workerThreads: workerThreadsFor(config.queryPort === undefined ? 0 : config.queryConcurrency) });
 
   const log = new Logger(config.logLevel);
   const metrics = new Metrics();

@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 import { type Config, ConfigError, loadConfig } from "../config";
-import { restartFor } from "../engine";
+import { restartFor, workerThreadsFor } from "../engine";
 import {
   Checkpoint,
   directTarget,
@@ -47,7 +47,8 @@ const STOPPED_BY = { SIGINT: 130, SIGTERM: 143 } as const;
 export async function importCommand(args: readonly string[], env = process.env): Promise<number> {
   const options = readOptions(args, env);
   if (typeof options === "number") return options;
-  if (options.service === undefined) restartFor(); // it writes the events itself, as the service does
+  // it writes the events itself, as the service does
+  if (options.service === undefined) restartFor({ workerThreads: workerThreadsFor(0) });
   return await runImportCommand(options);
 }
 

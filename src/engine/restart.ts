@@ -10,9 +10,9 @@
  *   the process's CPU time was the kernel's (docs/architecture.md#the-allocator). Kept, the process stays at its
  *   peak resident size, which the queue, the flush size and the caches bound.
  * - The worker threads (`UV_THREADPOOL_SIZE`): every call into the embedded engine (a query, a stream's next chunk,
- *   an insert) holds one of them until the engine answers, and there are as many as the machine has cores. With the
- *   query port, a slow query holds one: on two cores, two of them left the write path no thread, and a batch waited
- *   for a query to end (`workerThreadsFor`).
+ *   an insert) holds one of them until the engine answers, and there are as many as the machine has cores. On two
+ *   cores, the two events inserts a flush and the one before it run at once left the flush's own identity queries
+ *   no thread; and with the query port, a slow query holds one (`workerThreadsFor`).
  */
 export function restartFor({ workerThreads }: { readonly workerThreads?: number } = {}): void {
   const env: Record<string, string> = {};
@@ -28,5 +28,8 @@ export function restartFor({ workerThreads }: { readonly workerThreads?: number 
   process.execve(process.execPath, [process.execPath, ...args], { ...process.env, ...env });
 }
 
-/** What the service needs: a thread for each query the port runs at once, and four for the write path. */
+/**
+ * What the service needs: a thread for each query the port runs at once, and four for the write path (its
+ * identity session, two events sessions, and the session that settles days; write/storage.ts).
+ */
 export const workerThreadsFor = (queryConcurrency: number): number => queryConcurrency + 4;

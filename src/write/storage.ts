@@ -39,10 +39,13 @@ import { squashAged } from "./squash";
 export class Storage implements EventSink {
   readonly #db: ClickHouse;
   /**
-   * Where events are inserted: on the embedded engine, a session of its own, since the engine runs one query at a
-   * time per session and the events insert is most of a flush; a server takes concurrent inserts on one client.
+   * Where events are inserted, a flush on each in turn: on the embedded engine, two sessions of their own, since the
+   * engine runs one query at a time per session and the events insert is most of a flush. So a flush's insert
+   * starts at once, beside the previous flush's on the other (at most two flushes are in flight, `GroupCommit`);
+   * a server takes concurrent inserts on one client.
    */
-  readonly #eventsDb: ClickHouse;
+  readonly #eventLanes: readonly EventLane[];
+  #eventTurn = 0;
   readonly #identity: IdentityResolver;
   readonly #repairs: RepairSweep;
   readonly #squashes: Periodic;
@@ -58,21 +61,19 @@ export class Storage implements EventSink {
   readonly #gate = new Gate();
   /** Forgets waiting for their events and sessions to be deleted, which `close` lets finish. */
   readonly #finishing = new Set<Promise<unknown>>();
-  /** The last flush's events insert, settled: the next one starts after it. */
-  #eventsInserted: Promise<unknown> = Promise.resolve();
   /** Events of every flush written whole so far: what a backup reports as ingested while it copies. */
   #eventsStored = 0;
   #closed = false;
 
   private constructor(
     db: ClickHouse,
-    eventsDb: ClickHouse,
+    eventsDbs: readonly ClickHouse[],
     settleDb: ClickHouse,
     options: StorageOptions,
     observer: StorageObserver | undefined,
   ) {
     this.#db = db;
-    this.#eventsDb = eventsDb;
+    this.#eventLanes = eventsDbs.map((eventsDb) => ({ db: eventsDb, inserted: Promise.resolve() }));
     this.#settleDb = settleDb;
     this.#observer = observer;
     this.#maxQueuedEvents = options.maxQueuedEvents;
@@ -122,7 +123,7 @@ export class Storage implements EventSink {
     const { backupDir } = options;
     if (backupDir !== undefined) mkdirSync(backupDir, { recursive: true });
     const db = await ClickHouse.connect(options.clickhouse, backupDir === undefined ? {} : { backupsDir: backupDir });
-    let eventsDb = db;
+    let eventsDbs = [db, db];
     let settleDb = db;
     try {
       await createSchema(
@@ -136,11 +137,11 @@ export class Storage implements EventSink {
       for (const change of await applyRetention(db, options.retentionDays)) observer?.retained(change);
       if (options.clickhouse.kind === "embedded") {
         await tuneEmbeddedEngine(db, options.clickhouse.fsync);
-        eventsDb = await ClickHouse.connect(options.clickhouse);
+        eventsDbs = [await ClickHouse.connect(options.clickhouse), await ClickHouse.connect(options.clickhouse)];
         settleDb = await ClickHouse.connect(options.clickhouse);
       }
       await fillOverrides(db); // a database written before person_overrides existed
-      const storage = new Storage(db, eventsDb, settleDb, options, observer);
+      const storage = new Storage(db, eventsDbs, settleDb, options, observer);
       // the repair first: the links a sole writer then preloads are the repaired ones
       await storage.#repairs.start();
       storage.#squashes.start();
@@ -159,7 +160,7 @@ export class Storage implements EventSink {
       }
       return storage;
     } catch (error) {
-      if (eventsDb !== db) await eventsDb.close();
+      for (const eventsDb of eventsDbs) if (eventsDb !== db) await eventsDb.close();
       if (settleDb !== db) await settleDb.close();
       await db.close();
       throw error;
@@ -264,7 +265,7 @@ export class Storage implements EventSink {
     await this.#commits.drain();
     await this.#gate.exclusive(async () => {});
     await Promise.allSettled(this.#finishing);
-    if (this.#eventsDb !== this.#db) await this.#eventsDb.close();
+    for (const { db } of this.#eventLanes) if (db !== this.#db) await db.close();
     if (this.#settleDb !== this.#db) await this.#settleDb.close();
     await this.#db.close();
   }
@@ -335,7 +336,7 @@ export class Storage implements EventSink {
       };
       return { phases: { identity, facts, persons, links, events: await inserted }, rows: identityRows };
     } catch (error) {
-      await inserted?.catch(() => {}); // settled before the flush is: the next one's events come after it
+      await inserted?.catch(() => {}); // settled before the flush is: its lane is free for the flush after next
       if (!committed) {
         this.#identity.abandon(prepared);
         if (prepared.facts.length > 0) this.#repairs.failed(factsAt.getTime());
@@ -345,16 +346,23 @@ export class Storage implements EventSink {
   }
 
   /**
-   * Inserts a flush's events once the previous flush's are in (the events session runs one query at a time), and
-   * says how long its own insert took, in seconds.
+   * Inserts a flush's events on the next lane, once that lane's last insert is over (one query at a time a
+   * session), and says how long its own insert took, in seconds.
    */
   #insertEvents(rows: readonly EventRow[]): Promise<number> {
-    const inserted = this.#eventsInserted.then(() =>
+    const lane = this.#eventLanes[this.#eventTurn++ % this.#eventLanes.length]!;
+    const inserted = lane.inserted.then(() =>
       timed(async () => {
-        for (const insert of eventInserts(rows)) await this.#eventsDb.insert("events", insert);
+        for (const insert of eventInserts(rows)) await lane.db.insert("events", insert);
       }),
     );
-    this.#eventsInserted = inserted.catch(() => {});
+    lane.inserted = inserted.catch(() => {});
     return inserted;
   }
+}
+
+/** A session events are inserted on, and its last insert, settled. */
+interface EventLane {
+  readonly db: ClickHouse;
+  inserted: Promise<unknown>;
 }

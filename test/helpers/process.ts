@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
+import { workerThreadsFor } from "../../src/engine/restart";
 import { scratchDir } from "./scratch";
 import { clickhouseEnv, uniqueDatabase } from "./service";
 
@@ -18,6 +19,7 @@ export function processEnv(extra: Record<string, string> = {}): Record<string, s
     CLICKHOUSE_DATABASE: uniqueDatabase(),
     // what the service would set for itself by starting again (src/engine/restart.ts): given, it starts once
     MIMALLOC_PURGE_DELAY: "-1",
+    UV_THREADPOOL_SIZE: String(workerThreadsFor(0)),
     ...extra,
   };
   if (process.env.CLICKHOUSE_URL) Object.assign(env, clickhouseEnv());

@@ -61,9 +61,12 @@ async function main(args: readonly string[]): Promise<void> {
   if (flags.help) return exit(0, `${USAGE}\n${helpText()}`);
   const config = configOrExit();
   if (flags.healthCheck) return exit((await isHealthy(config)) ? 0 : 1);
-  restartFor({ workerThreads: workerThreadsFor(config.queryPort === undefined ? 0 : config.queryConcurrency) });
+  const notRestarted = restartFor({
+    workerThreads: workerThreadsFor(config.queryPort === undefined ? 0 : config.queryConcurrency),
+  });
 
   const log = new Logger(config.logLevel);
+  if (notRestarted !== undefined) log.warn("could not start again with the runtime's settings", { notRestarted });
   const metrics = new Metrics();
   const storage = await Storage.open(storageOptions(config), storageObserver(log, metrics)).catch((error: unknown) => {
     if (error instanceof OperatorError) log.error(error.message);

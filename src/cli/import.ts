@@ -48,7 +48,8 @@ export async function importCommand(args: readonly string[], env = process.env):
   const options = readOptions(args, env);
   if (typeof options === "number") return options;
   // it writes the events itself, as the service does
-  if (options.service === undefined) restartFor({ workerThreads: workerThreadsFor(0) });
+  const notRestarted = options.service === undefined ? restartFor({ workerThreads: workerThreadsFor(0) }) : undefined;
+  if (notRestarted !== undefined) process.stderr.write(`ingest import: could not start again (${notRestarted})\n`);
   return await runImportCommand(options);
 }
 

@@ -13,19 +13,30 @@
  *   an insert) holds one of them until the engine answers, and there are as many as the machine has cores. On two
  *   cores, the two events inserts a flush and the one before it run at once left the flush's own identity queries
  *   no thread; and with the query port, a slow query holds one (`workerThreadsFor`).
+ *
+ * Returns only when the process goes on as it is: with nothing to set (undefined), or when it could not start
+ * again (why: the process then runs slower, and is told so, rather than not at all).
  */
-export function restartFor({ workerThreads }: { readonly workerThreads?: number } = {}): void {
+export function restartFor({ workerThreads }: { readonly workerThreads?: number } = {}): string | undefined {
   const env: Record<string, string> = {};
   if (process.env.MIMALLOC_PURGE_DELAY === undefined) env.MIMALLOC_PURGE_DELAY = "-1";
   const threads = Number(process.env.UV_THREADPOOL_SIZE);
   if (workerThreads !== undefined && !(Number.isInteger(threads) && threads >= workerThreads))
     env.UV_THREADPOOL_SIZE = String(workerThreads);
-  if (Object.keys(env).length === 0 || process.execve === undefined) return;
+  if (Object.keys(env).length === 0) return undefined;
+  if (process.execve === undefined) return "this runtime cannot start itself again (process.execve)";
   // The compiled executable's arguments start with its embedded entry point, which it adds again by itself.
   const args = process.argv[1]?.startsWith("/$bunfs/")
     ? process.argv.slice(2)
     : [...process.execArgv, ...process.argv.slice(1)];
-  process.execve(process.execPath, [process.execPath, ...args], { ...process.env, ...env });
+  try {
+    process.execve(process.execPath, [process.execPath, ...args], { ...process.env, ...env });
+  } catch (error) {
+    return `${Object.entries(env)
+      .map(([name, value]) => `${name}=${value}`)
+      .join(" ")} not set: ${(error as Error).message}`;
+  }
+  return undefined; // not reached: a successful execve does not return
 }
 
 /**

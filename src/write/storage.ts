@@ -123,7 +123,7 @@ export class Storage implements EventSink {
     const { backupDir } = options;
     if (backupDir !== undefined) mkdirSync(backupDir, { recursive: true });
     const db = await ClickHouse.connect(options.clickhouse, backupDir === undefined ? {} : { backupsDir: backupDir });
-    let eventsDbs = [db, db];
+    const eventsDbs: ClickHouse[] = []; // embedded: sessions of their own (a server takes concurrent inserts)
     let settleDb = db;
     try {
       await createSchema(
@@ -137,11 +137,11 @@ export class Storage implements EventSink {
       for (const change of await applyRetention(db, options.retentionDays)) observer?.retained(change);
       if (options.clickhouse.kind === "embedded") {
         await tuneEmbeddedEngine(db, options.clickhouse.fsync);
-        eventsDbs = [await ClickHouse.connect(options.clickhouse), await ClickHouse.connect(options.clickhouse)];
+        for (let lane = 0; lane < 2; lane++) eventsDbs.push(await ClickHouse.connect(options.clickhouse));
         settleDb = await ClickHouse.connect(options.clickhouse);
       }
       await fillOverrides(db); // a database written before person_overrides existed
-      const storage = new Storage(db, eventsDbs, settleDb, options, observer);
+      const storage = new Storage(db, eventsDbs.length > 0 ? eventsDbs : [db, db], settleDb, options, observer);
       // the repair first: the links a sole writer then preloads are the repaired ones
       await storage.#repairs.start();
       storage.#squashes.start();
@@ -160,7 +160,7 @@ export class Storage implements EventSink {
       }
       return storage;
     } catch (error) {
-      for (const eventsDb of eventsDbs) if (eventsDb !== db) await eventsDb.close();
+      for (const eventsDb of eventsDbs) await eventsDb.close();
       if (settleDb !== db) await settleDb.close();
       await db.close();
       throw error;

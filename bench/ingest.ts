@@ -14,14 +14,14 @@ import { PendingBytes } from "../src/capture/pending";
 import { timestampFromDate } from "../src/capture/timestamp";
 import { loadConfig } from "../src/config";
 import type { CapturedEvent } from "../src/contract/event";
-import { restartFor } from "../src/engine";
+import { restartFor, workerThreadsFor } from "../src/engine";
 import { serve } from "../src/http/server";
 import { personIdFor } from "../src/identity";
 import { ClickHouse } from "../src/storage/clickhouse";
 import { Storage, type StorageOptions, storageOptions } from "../src/write";
 import { eventRow } from "../src/write/rows";
 
-restartFor(); // the allocator as the service runs it (src/engine/restart.ts)
+restartFor({ workerThreads: workerThreadsFor(0) }); // the runtime as the service runs it (src/engine/restart.ts)
 const dataDir = mkdtempSync(join(tmpdir(), "ingest-bench-"));
 process.on("exit", () => rmSync(dataDir, { recursive: true, force: true }));
 let databases = 0;

@@ -488,6 +488,8 @@ describe.skipIf(!embedded)("the query port's HTTP interface, as docs/query.md st
     }
   });
 
+  // each near-1 MiB text goes through the engine four times (two prints, EXPLAIN AST, the query): about 4 s
+  // alone, and once over 30 s beside another test file on two cores
   test("statuses: READONLY is 500; a query text over 1 MiB is refused; headers over 16 KiB are the runtime's 431", async () => {
     const readonly = await post("DROP TABLE events");
     expect([readonly.status, readonly.headers.get("x-clickhouse-exception-code")]).toEqual([500, "164"]);
@@ -500,8 +502,6 @@ describe.skipIf(!embedded)("the query port's HTTP interface, as docs/query.md st
     expect(await escaped.text()).toBe("500000\n");
     const headers = await post("SELECT 1", "", { headers: { "X-Large": "x".repeat(17 * 1024) } });
     expect([headers.status, await headers.text()]).toEqual([431, ""]);
-    // each near-1 MiB text goes through the engine four times (two prints, EXPLAIN AST, the query): about 4 s
-    // alone, and once over 30 s beside another test file on two cores
   }, 90_000);
 
   test("a session is gone after its session_timeout", async () => {

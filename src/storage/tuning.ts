@@ -12,20 +12,20 @@ import { TABLES } from "./schema";
  *   100 at once (`concurrent_part_removal_threshold`), the engine removes them on up to 128 threads, each renaming
  *   and deleting part directories in the same table directory, and an insert's own lookups and rename there
  *   waited for that directory's lock.
- * - `events` and `sessions`, which take a part with every flush, merge at most 4 parts at a time instead of up
- *   to 100: a merge holds read and write buffers for every column of every part it merges, so this lowers the
- *   peak memory under load at the same rate.
- * - `persons`, `person_distinct_ids` and `identity_facts`, which also take a part with every flush but stay small,
- *   wait for more parts before a merge rewrites their largest (`merge_selector_base` 20, default 5). The engine
- *   counts every part as at least 5 MiB when it chooses merges, so a table smaller than that looks like parts of
- *   equal size, and with the default it was rewritten whole every one or two flushes (`persons` at merge level
- *   150–190 after 300 flushes; docs/architecture.md#the-embedded-engine).
+ * - Every table that takes a part with every flush waits for more parts before a merge rewrites their largest
+ *   (`merge_selector_base` 20, default 5). The engine counts every part as at least 5 MiB when it chooses merges,
+ *   so parts smaller than that look equal in size, and with the default a small table was rewritten whole every
+ *   one or two flushes (`persons` at merge level 150–190 after 300 flushes), and each event was rewritten about
+ *   five times in its first million (docs/architecture.md#the-embedded-engine).
+ * - `events` and `sessions` merge at most 10 parts at a time instead of up to 100: a merge holds read and write
+ *   buffers for every column of every part it merges. With the base of 20, 10 at a time rewrote an event three
+ *   times instead of five; 4 at a time (or 10 with the default base) rewrote it more often.
  */
 export function embeddedTableSettings(fsync: Fsync): Readonly<Record<string, Readonly<Record<string, number>>>> {
   const common = { concurrent_part_removal_threshold: 1_000_000_000, ...FSYNC_SETTINGS[fsync] };
   const own: Readonly<Record<string, Readonly<Record<string, number>>>> = {
-    events: { max_parts_to_merge_at_once: 4 },
-    sessions: { max_parts_to_merge_at_once: 4 },
+    events: { max_parts_to_merge_at_once: 10, ...FEWER_REWRITES },
+    sessions: { max_parts_to_merge_at_once: 10, ...FEWER_REWRITES },
     persons: FEWER_REWRITES,
     person_distinct_ids: FEWER_REWRITES,
     identity_facts: FEWER_REWRITES,

@@ -35,10 +35,14 @@ describe("table settings", () => {
         expect(await settingsOf(table)).toEqual(expected(table));
         expect(settings[table]).toMatchObject(FSYNC_MERGES);
       }
-      // the tables that stay small wait for more parts before rewriting their largest, at the engine's width
+      // the tables that take a part a flush wait for more parts before rewriting their largest: the small ones at
+      // the engine's width, the two that grow with events 10 parts at a time
       for (const table of ["persons", "person_distinct_ids", "identity_facts"]) {
         expect(settings[table]).toMatchObject({ merge_selector_base: 20 });
         expect(await createTableQuery(db, table)).not.toContain("max_parts_to_merge_at_once");
+      }
+      for (const table of ["events", "sessions"]) {
+        expect(settings[table]).toMatchObject({ merge_selector_base: 20, max_parts_to_merge_at_once: 10 });
       }
     } finally {
       await db.command(`DROP DATABASE IF EXISTS \`${db.database}\``);

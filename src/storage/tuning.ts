@@ -14,12 +14,12 @@ import { TABLES } from "./schema";
  *   waited for that directory's lock.
  * - Every table that takes a part with every flush waits for more parts before a merge rewrites their largest
  *   (`merge_selector_base` 20, default 5). The engine counts every part as at least 5 MiB when it chooses merges,
- *   so parts smaller than that look equal in size, and with the default a small table was rewritten whole every
- *   one or two flushes (`persons` at merge level 150–190 after 300 flushes), and each event was rewritten about
- *   five times in its first million (docs/architecture.md#the-embedded-engine).
+ *   so parts smaller than that look equal in size, and with the default it merged them as soon as a few had
+ *   gathered: a small table was rewritten whole every one or two flushes, and each event far more often than its
+ *   part's growth needed (docs/architecture.md#the-embedded-engine).
  * - `events` and `sessions` merge at most 10 parts at a time instead of up to 100: a merge holds read and write
- *   buffers for every column of every part it merges. With the base of 20, 10 at a time rewrote an event three
- *   times instead of five; 4 at a time (or 10 with the default base) rewrote it more often.
+ *   buffers for every column of every part it merges. Fewer at a time rewrote each event more often, and so did
+ *   10 with the default base.
  */
 export function embeddedTableSettings(fsync: Fsync): Readonly<Record<string, Readonly<Record<string, number>>>> {
   const common = { concurrent_part_removal_threshold: 1_000_000_000, ...FSYNC_SETTINGS[fsync] };

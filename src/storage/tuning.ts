@@ -24,8 +24,8 @@ import { TABLES } from "./schema";
 export function embeddedTableSettings(fsync: Fsync): Readonly<Record<string, Readonly<Record<string, number>>>> {
   const common = { concurrent_part_removal_threshold: 1_000_000_000, ...FSYNC_SETTINGS[fsync] };
   const own: Readonly<Record<string, Readonly<Record<string, number>>>> = {
-    events: { max_parts_to_merge_at_once: 10, ...FEWER_REWRITES },
-    sessions: { max_parts_to_merge_at_once: 10, ...FEWER_REWRITES },
+    events: WIDER_MERGES,
+    sessions: WIDER_MERGES,
     persons: FEWER_REWRITES,
     person_distinct_ids: FEWER_REWRITES,
     identity_facts: FEWER_REWRITES,
@@ -34,6 +34,8 @@ export function embeddedTableSettings(fsync: Fsync): Readonly<Record<string, Rea
 }
 
 const FEWER_REWRITES = { merge_selector_base: 20 } as const;
+/** For the tables that grow with every event. */
+const WIDER_MERGES = { max_parts_to_merge_at_once: 10, ...FEWER_REWRITES } as const;
 
 /**
  * chDB deletes the parts a merge replaced at once (`old_parts_lifetime` 0), where a server keeps them 8 minutes
